@@ -1,0 +1,247 @@
+"""The vector index (chromadb): one collection per user_key.
+
+Why one collection per isolation key: a scope's search then only ever walks its own HNSW graph,
+so it costs the same for a scope of 1,000 vectors in an index of millions as in an index of
+1,000 (a single collection filtered with `where={"user_key": ...}` is measured at ~50 ms at
+100,000 vectors), and a search cannot reach another scope's vectors by construction. Each vector
+still carries its user_key in metadata; callers re-check it (and re-filter by user_key in SQL).
+
+Collections are named from a hash of the user_key (Chroma names are limited to 63 plain
+characters) and record the user_key and the embedding model id in their metadata. Searching a
+collection made by another model raises `ModelMismatch`; `reindex` rebuilds it.
+
+The client is built lazily on first use, never at import time (so never before a fork): the
+embedded `PersistentClient` under CHROMA_PATH, or an `HttpClient` for CHROMA_HOST:CHROMA_PORT.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+
+os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+
+COLLECTION_PREFIX = "mc_"
+SPACE = "cosine"
+
+
+class VectorIndexError(Exception):
+    """The vector index cannot be reached or refused an operation."""
+
+
+class ModelMismatch(VectorIndexError):
+    """A collection's vectors were made by another embedding model; run `manage.py reindex`."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    episode_id: str
+    similarity: float
+    metadata: dict[str, Any]
+
+
+_lock = threading.Lock()
+_client: Any = None
+_client_config: tuple | None = None
+
+
+def _config() -> tuple:
+    if settings.CHROMA_HOST:
+        return ("http", settings.CHROMA_HOST, settings.CHROMA_PORT, settings.CHROMA_SSL)
+    return ("embedded", str(settings.CHROMA_PATH))
+
+
+def get_client() -> Any:
+    """The process-wide chromadb client for the current settings, built on first use."""
+    global _client, _client_config
+    config = _config()
+    with _lock:
+        if _client is None or _client_config != config:
+            import chromadb
+            from chromadb.config import Settings as ChromaSettings
+
+            chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+            try:
+                if config[0] == "http":
+                    _client = chromadb.HttpClient(
+                        host=config[1], port=config[2], ssl=config[3], settings=chroma_settings
+                    )
+                else:
+                    os.makedirs(config[1], exist_ok=True)
+                    _client = chromadb.PersistentClient(path=config[1], settings=chroma_settings)
+            except Exception as exc:  # chromadb raises plain Exceptions for connection failures
+                raise VectorIndexError(f"cannot open the vector index ({describe()}): {exc}") from exc
+            _client_config = config
+        return _client
+
+
+def reset_client() -> None:
+    """Forget the client (tests that switch index location, and after a fork)."""
+    global _client, _client_config
+    with _lock:
+        _client = None
+        _client_config = None
+
+
+def describe() -> str:
+    config = _config()
+    if config[0] == "http":
+        return f"Chroma server at {'https' if config[3] else 'http'}://{config[1]}:{config[2]}"
+    return f"embedded Chroma at {config[1]}"
+
+
+def collection_name(user_key: str) -> str:
+    return COLLECTION_PREFIX + hashlib.sha256(user_key.encode("utf-8")).hexdigest()[:40]
+
+
+def _collection(user_key: str, model_id: str | None, create: bool) -> Any:
+    client = get_client()
+    name = collection_name(user_key)
+    try:
+        if create:
+            collection = client.get_or_create_collection(
+                name,
+                embedding_function=None,
+                configuration={"hnsw": {"space": SPACE}},
+                metadata={"user_key": user_key, "model": model_id or ""},
+            )
+        else:
+            collection = client.get_collection(name, embedding_function=None)
+    except Exception as exc:
+        if not create and type(exc).__name__ == "NotFoundError":
+            return None
+        raise VectorIndexError(f"vector index ({describe()}): {exc}") from exc
+    stored_model = (collection.metadata or {}).get("model", "")
+    if model_id and stored_model and stored_model != model_id:
+        raise ModelMismatch(
+            f"the vectors of this scope were made by embedding model {stored_model}, not the current "
+            f"{model_id}; run `python manage.py reindex` to re-embed them"
+        )
+    return collection
+
+
+def _call(what: str, fn, *args, **kwargs):
+    try:
+        return fn(*args, **kwargs)
+    except VectorIndexError:
+        raise
+    except Exception as exc:
+        raise VectorIndexError(f"vector index {what} failed ({describe()}): {exc}") from exc
+
+
+def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict]) -> None:
+    if not ids:
+        return
+    collection = _collection(user_key, model_id, create=True)
+    for meta in metadatas:
+        if meta.get("user_key") != user_key:
+            raise VectorIndexError("refusing to write a vector whose user_key is not its collection's")
+    _call("write", collection.upsert, ids=ids, embeddings=np.asarray(vectors, dtype=np.float32), metadatas=metadatas)
+
+
+def update_metadata(user_key: str, ids: list[str], metadatas: list[dict]) -> None:
+    collection = _collection(user_key, None, create=False)
+    if collection is None or not ids:
+        return
+    existing = set(_call("read", collection.get, ids=ids, include=[])["ids"])
+    pairs = [(i, m) for i, m in zip(ids, metadatas, strict=True) if i in existing]
+    if pairs:
+        _call("update", collection.update, ids=[p[0] for p in pairs], metadatas=[p[1] for p in pairs])
+
+
+def delete(user_key: str, ids: list[str]) -> None:
+    collection = _collection(user_key, None, create=False)
+    if collection is None or not ids:
+        return
+    _call("delete", collection.delete, ids=ids)
+
+
+def query(
+    user_key: str, model_id: str, vector: np.ndarray, n_results: int, where: dict | None = None
+) -> list[Hit]:
+    """Nearest vectors in `user_key`'s collection, as reported by the index (callers re-check
+    `metadata["user_key"]`)."""
+    collection = _collection(user_key, model_id, create=False)
+    if collection is None:
+        return []
+    count = _call("count", collection.count)
+    if count == 0:
+        return []
+    result = _call(
+        "search",
+        collection.query,
+        query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
+        n_results=min(n_results, count),
+        where=where,
+        include=["distances", "metadatas"],
+    )
+    return [
+        Hit(episode_id, 1.0 - float(distance), dict(meta or {}))
+        for episode_id, distance, meta in zip(
+            result["ids"][0], result["distances"][0], result["metadatas"][0], strict=True
+        )
+    ]
+
+
+def all_ids(user_key: str, batch: int = 5000) -> list[str]:
+    collection = _collection(user_key, None, create=False)
+    if collection is None:
+        return []
+    ids: list[str] = []
+    offset = 0
+    while True:
+        page = _call("read", collection.get, include=[], limit=batch, offset=offset)["ids"]
+        ids.extend(page)
+        if len(page) < batch:
+            return ids
+        offset += batch
+
+
+def get(user_key: str, ids: list[str], include_embeddings: bool = False) -> dict[str, dict]:
+    """{episode_id: {"metadata": ..., "embedding": ...}} for the ids present in the collection."""
+    collection = _collection(user_key, None, create=False)
+    if collection is None or not ids:
+        return {}
+    include = ["metadatas", "embeddings"] if include_embeddings else ["metadatas"]
+    result = _call("read", collection.get, ids=ids, include=include)
+    out = {}
+    for position, episode_id in enumerate(result["ids"]):
+        out[episode_id] = {"metadata": dict(result["metadatas"][position] or {})}
+        if include_embeddings:
+            out[episode_id]["embedding"] = np.asarray(result["embeddings"][position], dtype=np.float32)
+    return out
+
+
+def collection_model(user_key: str) -> str | None:
+    collection = _collection(user_key, None, create=False)
+    return None if collection is None else (collection.metadata or {}).get("model", "")
+
+
+def drop(user_key: str) -> None:
+    """Delete `user_key`'s whole collection (its segment files go with it)."""
+    client = get_client()
+    try:
+        client.delete_collection(collection_name(user_key))
+    except Exception as exc:
+        if type(exc).__name__ != "NotFoundError":
+            raise VectorIndexError(f"vector index drop failed ({describe()}): {exc}") from exc
+
+
+def list_collections() -> dict[str, str]:
+    """{collection name: user_key} of every memconsole collection in the index."""
+    client = get_client()
+    out = {}
+    for collection in _call("list", client.list_collections):
+        if collection.name.startswith(COLLECTION_PREFIX):
+            out[collection.name] = (collection.metadata or {}).get("user_key", "")
+    return out
+
+
+def heartbeat() -> None:
+    _call("heartbeat", get_client().heartbeat)

@@ -1,0 +1,212 @@
+"""The audit log as an HMAC hash chain (DESIGN.md §6).
+
+Each entry stores the previous entry's hash and an HMAC over its structural fields plus a keyed
+digest of its payload. Everything that can carry personal content (summary, before, after,
+metadata, sender_name) lives in the payload, so erasure can redact a payload (`redacted=True`,
+digest kept) while edits, insertions and deletions of entries are still detected.
+
+Appends are serialised: the chain tip (`AuditHead`, one row) is locked with SELECT ... FOR UPDATE
+on PostgreSQL; SQLite transactions are BEGIN IMMEDIATE (settings.py), which takes the database
+write lock up front. `append` must run inside the caller's `transaction.atomic()`, so an entry
+lands exactly when the change it describes does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import uuid
+from dataclasses import dataclass, field
+from datetime import timezone as dt_timezone
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from .models import AuditEntry, AuditHead, canonical_json
+
+GENESIS = "0" * 64
+SUMMARY_MAX = 240
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who performs an operation: a console user, a bot token or the system.
+
+    `bot_uuids`, when set, limits the actor to those bots; operations refuse any other scope.
+    """
+
+    type: str  # user | token | system
+    name: str
+    bot_uuids: frozenset[str] | None = field(default=None)
+
+    @classmethod
+    def system(cls, name: str = "system") -> Actor:
+        return cls("system", name)
+
+    @classmethod
+    def for_user(cls, user: Any, bot_uuids: frozenset[str] | None = None) -> Actor:
+        return cls("user", user.get_username(), bot_uuids)
+
+    @classmethod
+    def for_token(cls, token: Any) -> Actor:
+        return cls("token", f"token:{token.prefix}:{token.name}", frozenset(token.bot_uuids))
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}:{self.name}" if self.type != "token" else self.name
+
+
+def audit_key() -> bytes:
+    if settings.MEMCONSOLE_AUDIT_KEY:
+        return settings.MEMCONSOLE_AUDIT_KEY.encode()
+    return hmac.new(settings.SECRET_KEY.encode(), b"memconsole-audit-chain-v1", hashlib.sha256).digest()
+
+
+def payload_digest(payload: dict[str, Any]) -> str:
+    return hmac.new(audit_key(), b"payload:" + canonical_json(payload).encode(), hashlib.sha256).hexdigest()
+
+
+def _structural(entry: AuditEntry) -> bytes:
+    stamp = entry.timestamp.astimezone(dt_timezone.utc).isoformat(timespec="microseconds")
+    fields = [
+        entry.seq,
+        entry.audit_id,
+        stamp,
+        entry.operation,
+        entry.scope_key,
+        entry.user_key,
+        entry.actor_type,
+        entry.actor,
+        entry.sender_id,
+        entry.target_type,
+        entry.target_id,
+        entry.query_id,
+        entry.payload_digest,
+        entry.prev_hash,
+    ]
+    return canonical_json(fields).encode()
+
+
+def entry_hash(entry: AuditEntry) -> str:
+    return hmac.new(audit_key(), _structural(entry), hashlib.sha256).hexdigest()
+
+
+def _head_for_update() -> AuditHead:
+    head = AuditHead.objects.select_for_update().filter(pk=1).first()
+    if head is None:
+        AuditHead.objects.get_or_create(pk=1)
+        head = AuditHead.objects.select_for_update().get(pk=1)
+    return head
+
+
+def append(
+    operation: str,
+    actor: Actor,
+    *,
+    scope_key: str = "",
+    user_key: str = "",
+    sender_id: str = "",
+    sender_name: str = "",
+    target_type: str = "",
+    target_id: str = "",
+    query_id: str = "",
+    summary: str = "",
+    before: Any = None,
+    after: Any = None,
+    metadata: dict[str, Any] | None = None,
+) -> AuditEntry:
+    """Append one entry to the chain. Call inside `transaction.atomic()`."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit.append must run inside transaction.atomic()")
+    payload = {
+        "summary": summary[:SUMMARY_MAX],
+        "sender_name": sender_name,
+        "before": before,
+        "after": after,
+        "metadata": metadata or {},
+    }
+    head = _head_for_update()
+    entry = AuditEntry(
+        seq=head.seq + 1,
+        audit_id=uuid.uuid4().hex,
+        timestamp=timezone.now(),
+        operation=operation,
+        scope_key=scope_key,
+        user_key=user_key,
+        actor_type=actor.type,
+        actor=actor.label[:255],
+        sender_id=sender_id,
+        target_type=target_type,
+        target_id=str(target_id)[:255],
+        query_id=query_id[:255],
+        payload_digest=payload_digest(payload),
+        prev_hash=head.entry_hash,
+    )
+    entry.set_payload(payload)
+    entry.entry_hash = entry_hash(entry)
+    entry.save(force_insert=True)
+    head.seq = entry.seq
+    head.entry_hash = entry.entry_hash
+    head.save(update_fields=["seq", "entry_hash"])
+    return entry
+
+
+@dataclass(frozen=True)
+class ChainReport:
+    ok: bool
+    checked: int
+    broken_seq: int | None = None
+    broken_audit_id: str | None = None
+    reason: str = ""
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"audit chain OK ({self.checked} entries)"
+        return f"audit chain broken at entry #{self.broken_seq} ({self.broken_audit_id}): {self.reason}"
+
+
+def verify_audit_chain(batch: int = 2000) -> ChainReport:
+    """Walk the whole chain; return OK or the first broken link and why."""
+    expected_prev = GENESIS
+    expected_seq = 1
+    checked = 0
+    last_seq = 0
+    while True:
+        rows = list(AuditEntry.objects.filter(seq__gte=expected_seq).order_by("seq")[:batch])
+        if not rows:
+            break
+        for entry in rows:
+            if entry.seq != expected_seq:
+                return ChainReport(False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)")
+            if entry.prev_hash != expected_prev:
+                return ChainReport(False, checked, entry.seq, entry.audit_id, "does not link to the previous entry")
+            if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
+                return ChainReport(False, checked, entry.seq, entry.audit_id, "its fields were changed")
+            if not entry.redacted:
+                try:
+                    payload = entry.payload
+                except Exception as exc:  # undecryptable or malformed payload is a broken entry
+                    return ChainReport(False, checked, entry.seq, entry.audit_id, f"payload unreadable: {exc}")
+                if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
+                    return ChainReport(False, checked, entry.seq, entry.audit_id, "its payload was changed")
+            expected_prev = entry.entry_hash
+            expected_seq += 1
+            last_seq = entry.seq
+            checked += 1
+    head = AuditHead.objects.filter(pk=1).first()
+    if head is not None and head.seq != last_seq:
+        return ChainReport(
+            False, checked, last_seq + 1, None, f"the chain ends at #{last_seq} but its head says #{head.seq} (entries deleted)"
+        )
+    if head is not None and head.seq and head.entry_hash != expected_prev:
+        return ChainReport(False, checked, last_seq, None, "the chain head does not match the last entry")
+    return ChainReport(True, checked)
+
+
+def redact(entry: AuditEntry, replacement: dict[str, Any]) -> None:
+    """Replace an entry's payload (erasure). The digest of the original stays, so the chain verifies."""
+    entry.set_payload(replacement)
+    entry.redacted = True
+    entry.save(update_fields=["payload_stored", "encrypted", "redacted"])

@@ -1,0 +1,283 @@
+"""The memory data model (DESIGN.md §3). The relational database is the source of truth.
+
+Fields that can carry personal content are stored through `memconsole.lib.crypto` (plain JSON/text,
+or a Fernet token when keys are configured); each such row records whether it is encrypted. Read
+them through the accessors here, never the raw column.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from memconsole.lib import crypto
+
+ISOLATION_SESSION = "session"
+ISOLATION_BOT = "bot"
+ISOLATION_CHOICES = [(ISOLATION_SESSION, "session"), (ISOLATION_BOT, "bot")]
+
+STATUS_ACTIVE = "active"
+STATUS_SUPERSEDED = "superseded"
+STATUS_ARCHIVED = "archived"
+STATUSES = (STATUS_ACTIVE, STATUS_SUPERSEDED, STATUS_ARCHIVED)
+STATUS_CHOICES = [(s, s) for s in STATUSES]
+
+SOURCES = ("agent", "import", "console", "health_probe")
+
+
+class Scope(models.Model):
+    """A memory space seen at least once: one (scope_key, isolation) pair and its derived user_key."""
+
+    scope_key = models.CharField(max_length=400)
+    isolation = models.CharField(max_length=10, choices=ISOLATION_CHOICES)
+    user_key = models.CharField(max_length=400, db_index=True)
+    bot_uuid = models.CharField(max_length=128, blank=True, db_index=True)
+    session_name = models.CharField(max_length=255)
+    first_seen = models.DateTimeField(default=timezone.now)
+    last_seen = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scope_key", "isolation"], name="scope_unique_key_isolation")]
+        permissions = [
+            ("operate_memory", "Archive, restore and edit profiles"),
+            ("delete_memory", "Delete and erase memory"),
+            ("export_memory", "Export memory and audit"),
+            ("import_memory", "Import memory"),
+            ("manage_tokens", "Manage bot API tokens"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.scope_key} ({self.isolation})"
+
+
+class EpisodeCounts(models.Model):
+    """Per-user_key counters kept in step by every operation, so that pages never COUNT(*) a scope."""
+
+    user_key = models.CharField(max_length=400, unique=True)
+    active = models.BigIntegerField(default=0)
+    superseded = models.BigIntegerField(default=0)
+    archived = models.BigIntegerField(default=0)
+    last_activity = models.DateTimeField(null=True, blank=True)
+
+    @property
+    def total(self) -> int:
+        return self.active + self.superseded + self.archived
+
+
+class Episode(models.Model):
+    episode_id = models.CharField(max_length=12, unique=True)
+    user_key = models.CharField(max_length=400)
+    scope_key = models.CharField(max_length=400)
+    content_stored = models.TextField(db_column="content")
+    encrypted = models.BooleanField(default=False)
+    tags = models.JSONField(default=list)
+    # ",tag1,tag2," so that a tag filter is a portable LIKE on every database.
+    tags_text = models.CharField(max_length=1400, blank=True)
+    importance = models.PositiveSmallIntegerField(default=2)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    sender_id = models.CharField(max_length=255, blank=True)
+    sender_name = models.CharField(max_length=255, blank=True)
+    bot_uuid = models.CharField(max_length=128, blank=True)
+    source = models.CharField(max_length=20, default="agent")
+    status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=STATUS_ACTIVE)
+    superseded_by = models.CharField(max_length=12, blank=True)
+    imported_episode_id = models.CharField(max_length=255, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    # Index bookkeeping (DESIGN.md §5): the vector for this row is written and made by `vector_model`.
+    vector_current = models.BooleanField(default=False)
+    vector_model = models.CharField(max_length=80, blank=True)
+
+    class Meta:
+        indexes = [
+            # Keyset pagination, newest first (by id), within a scope and optionally a status.
+            models.Index(fields=["user_key", "status", "-id"], name="episode_scope_status_id"),
+            models.Index(fields=["user_key", "-id"], name="episode_scope_id"),
+            models.Index(fields=["user_key", "sender_id", "-id"], name="episode_scope_sender_id"),
+            models.Index(fields=["sender_id"], name="episode_sender"),
+            models.Index(fields=["vector_current"], name="episode_vector_current"),
+        ]
+
+    def __str__(self) -> str:
+        return self.episode_id
+
+    @property
+    def content(self) -> str:
+        return crypto.open_text(self.content_stored, self.encrypted)
+
+    def set_content(self, text: str) -> None:
+        self.content_stored, self.encrypted = crypto.seal_text(text)
+
+    @property
+    def effective_status(self) -> str:
+        return self.status if self.status in STATUSES else STATUS_ACTIVE
+
+
+class SealedPayload(models.Model):
+    """Abstract: a JSON payload stored plain or Fernet-encrypted."""
+
+    payload_stored = models.TextField(db_column="payload", default="{}")
+    encrypted = models.BooleanField(default=False)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return json.loads(crypto.open_text(self.payload_stored, self.encrypted))
+
+    def set_payload(self, data: dict[str, Any]) -> None:
+        self.payload_stored, self.encrypted = crypto.seal_text(canonical_json(data))
+
+
+def canonical_json(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+PROFILE_SESSION = "session"
+PROFILE_SPEAKER = "speaker"
+PROFILE_TYPES = [(PROFILE_SESSION, "session"), (PROFILE_SPEAKER, "speaker")]
+
+
+class Profile(SealedPayload):
+    """L1 profile; payload = {name, traits[], preferences[], notes}. Every version is kept."""
+
+    scope_key = models.CharField(max_length=400)
+    type = models.CharField(max_length=10, choices=PROFILE_TYPES)
+    sender_id = models.CharField(max_length=255, blank=True)
+    version = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["scope_key", "type", "sender_id"], name="profile_unique_owner")
+        ]
+        indexes = [models.Index(fields=["sender_id"], name="profile_sender")]
+
+
+class ProfileVersion(SealedPayload):
+    profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    actor = models.CharField(max_length=255, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["profile", "version"], name="profile_version_unique")]
+        ordering = ["-version"]
+
+
+class AuditHead(models.Model):
+    """Singleton row holding the chain's tip; locked for every append (select_for_update)."""
+
+    seq = models.BigIntegerField(default=0)
+    entry_hash = models.CharField(max_length=64, default="0" * 64)
+
+
+class AuditEntry(SealedPayload):
+    """One link of the audit hash chain (DESIGN.md §6).
+
+    Structural fields are covered by `entry_hash` (HMAC); the payload (summary, before, after,
+    metadata, sender_name) is covered through `payload_digest`, so a payload can be redacted
+    (`redacted=True`) while the chain stays verifiable.
+    """
+
+    seq = models.BigIntegerField(unique=True)
+    audit_id = models.CharField(max_length=32, unique=True)
+    timestamp = models.DateTimeField(default=timezone.now)
+    operation = models.CharField(max_length=40)
+    scope_key = models.CharField(max_length=400, blank=True)
+    user_key = models.CharField(max_length=400, blank=True)
+    actor_type = models.CharField(max_length=10)  # user | token | system
+    actor = models.CharField(max_length=255)
+    sender_id = models.CharField(max_length=255, blank=True)
+    target_type = models.CharField(max_length=40, blank=True)
+    target_id = models.CharField(max_length=255, blank=True)
+    query_id = models.CharField(max_length=255, blank=True)
+    payload_digest = models.CharField(max_length=64)
+    redacted = models.BooleanField(default=False)
+    prev_hash = models.CharField(max_length=64)
+    entry_hash = models.CharField(max_length=64)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["scope_key", "-seq"], name="audit_scope_seq"),
+            models.Index(fields=["user_key", "-seq"], name="audit_userkey_seq"),
+            models.Index(fields=["target_id"], name="audit_target"),
+            models.Index(fields=["sender_id"], name="audit_sender"),
+        ]
+
+    @property
+    def summary(self) -> str:
+        return self.payload.get("summary", "")
+
+
+class InjectionSnapshot(SealedPayload):
+    """What memory went into one prompt. payload = {speaker, session_profile, speaker_profile,
+    episodes[], system_blocks[]}."""
+
+    snapshot_id = models.CharField(max_length=32, unique=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
+    query_id = models.CharField(max_length=255, blank=True)
+    session_name = models.CharField(max_length=255)
+    scope_key = models.CharField(max_length=400)
+    user_key = models.CharField(max_length=400)
+    isolation = models.CharField(max_length=10, choices=ISOLATION_CHOICES)
+    speaker_id = models.CharField(max_length=255, blank=True)
+    episode_count = models.PositiveIntegerField(default=0)
+    block_count = models.PositiveIntegerField(default=0)
+    injected = models.BooleanField(default=False)
+    injection_chars = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["scope_key", "-id"], name="snapshot_scope_id"),
+            models.Index(fields=["recorded_at"], name="snapshot_recorded"),
+            models.Index(fields=["speaker_id"], name="snapshot_speaker"),
+        ]
+
+
+class BotToken(models.Model):
+    """A bot API token. Only a SHA-256 of the secret is stored; `prefix` identifies it in lists."""
+
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, unique=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    bot_uuids = models.JSONField(default=list)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.CharField(max_length=255, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class BotGrant(models.Model):
+    """Restricts a console user to some bots. A user with no grants sees every bot."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bot_grants")
+    bot_uuid = models.CharField(max_length=128)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["user", "bot_uuid"], name="grant_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.user} → {self.bot_uuid or '(no bot)'}"
+
+
+class HealthRun(models.Model):
+    """A stored health-check result: {status, checks[], checked_at, duration_ms}."""
+
+    checked_at = models.DateTimeField(default=timezone.now, db_index=True)
+    status = models.CharField(max_length=8)
+    duration_ms = models.PositiveIntegerField(default=0)
+    result = models.JSONField(default=dict)
+    actor = models.CharField(max_length=255, blank=True)

@@ -1,0 +1,100 @@
+"""Recall ranking (DESIGN.md §4). Pure functions: no database, no index.
+
+final = similarity × recency × importance × speaker × update × exact, clamped to [0, 1], where
+recency = exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+IMPORTANCE_WEIGHTS = {1: 0.9, 2: 1.0, 3: 1.08, 4: 1.16, 5: 1.24}
+SPEAKER_WEIGHT = 1.12
+UPDATE_WEIGHT = 1.08
+UPDATE_TAGS = frozenset({"correction", "clarification", "profile-update", "preference-change", "fact-update"})
+SUPERSEDING_TAGS = frozenset({"correction", "fact-update", "clarification"})
+SUPERSEDE_THRESHOLD = 0.85
+EXACT_ID, EXACT_SENDER_OR_TAG, EXACT_CONTENT = 2.0, 1.2, 0.6
+MISSING_TIMESTAMP_RECENCY = 0.5
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    similarity: float
+    recency: float
+    importance: float
+    speaker: float
+    update: float
+    exact: float
+
+    @property
+    def score(self) -> float:
+        product = self.similarity * self.recency * self.importance * self.speaker * self.update * self.exact
+        return min(1.0, max(0.0, product))
+
+    def as_dict(self) -> dict[str, float]:
+        return {
+            "similarity": round(self.similarity, 6),
+            "recency": round(self.recency, 6),
+            "importance": self.importance,
+            "speaker": self.speaker,
+            "update": self.update,
+            "exact": self.exact,
+        }
+
+
+def recency(timestamp: datetime | None, now: datetime, half_life_days: float) -> float:
+    if timestamp is None:
+        return MISSING_TIMESTAMP_RECENCY
+    age_days = max(0.0, (now - timestamp).total_seconds() / 86400.0)
+    return math.exp(-math.log(2) * age_days / half_life_days)
+
+
+def _contains_word(haystack: str, needle: str) -> bool:
+    if not needle:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(needle.lower()) + r"(?!\w)", haystack) is not None
+
+
+def exact_score(query: str, episode_id: str, sender_id: str, sender_name: str, tags: list[str], content: str) -> float:
+    """Id match 2.0 + sender-or-tag match 1.2 + content substring 0.6 (the boost caps it at 2)."""
+    q = query.strip().lower()
+    if not q:
+        return 0.0
+    score = 0.0
+    if _contains_word(q, episode_id):
+        score += EXACT_ID
+    if any(_contains_word(q, value) for value in (sender_id, sender_name, *tags) if value):
+        score += EXACT_SENDER_OR_TAG
+    if len(q) >= 2 and q in content.lower():
+        score += EXACT_CONTENT
+    return score
+
+
+def exact_boost(exact: float) -> float:
+    return 1.0 + min(exact, 2.0) * 0.25
+
+
+def breakdown(
+    *,
+    similarity: float,
+    timestamp: datetime | None,
+    importance: int,
+    episode_sender_id: str,
+    current_speaker_id: str | None,
+    tags: list[str],
+    exact: float,
+    now: datetime,
+    half_life_days: float,
+) -> Breakdown:
+    return Breakdown(
+        similarity=max(0.0, min(1.0, similarity)),
+        recency=recency(timestamp, now, half_life_days),
+        importance=IMPORTANCE_WEIGHTS.get(importance, 1.0),
+        speaker=SPEAKER_WEIGHT if current_speaker_id and episode_sender_id == current_speaker_id else 1.0,
+        update=UPDATE_WEIGHT if UPDATE_TAGS.intersection(tags) else 1.0,
+        exact=exact_boost(exact),
+    )

@@ -1,0 +1,90 @@
+"""Scope derivation (DESIGN.md §2, LangBot rules). One function derives every key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils import timezone
+
+from .errors import ValidationError
+from .models import ISOLATION_BOT, ISOLATION_SESSION, Scope
+
+MAX_SESSION_NAME = 255
+MAX_BOT_UUID = 128
+
+
+@dataclass(frozen=True)
+class ScopeKeys:
+    bot_uuid: str
+    session_name: str
+    isolation: str
+    launcher_type: str
+    launcher_id: str
+    scope_key: str  # = session_key
+    user_key: str
+
+    @property
+    def session_key(self) -> str:
+        return self.scope_key
+
+
+def _printable(value: str) -> bool:
+    return value.isprintable()
+
+
+def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str | None = ISOLATION_SESSION) -> ScopeKeys:
+    """Derive session_key (scope_key) and user_key from bot, session and isolation mode.
+
+    Raises `ValidationError` for an empty or malformed session name, bot UUID or isolation.
+    """
+    if not isinstance(session_name, str) or not session_name.strip():
+        raise ValidationError("session_name is required", field="session_name")
+    if len(session_name) > MAX_SESSION_NAME:
+        raise ValidationError(f"session_name is longer than {MAX_SESSION_NAME} characters", field="session_name")
+    if not _printable(session_name):
+        raise ValidationError("session_name contains non-printable characters", field="session_name")
+    if bot_uuid is None:
+        bot_uuid = ""
+    if not isinstance(bot_uuid, str):
+        raise ValidationError("bot_uuid must be a string", field="bot_uuid")
+    bot_uuid = bot_uuid.strip()
+    if len(bot_uuid) > MAX_BOT_UUID:
+        raise ValidationError(f"bot_uuid is longer than {MAX_BOT_UUID} characters", field="bot_uuid")
+    if bot_uuid and (not _printable(bot_uuid) or ":" in bot_uuid or " " in bot_uuid):
+        raise ValidationError("bot_uuid may not contain ':', spaces or non-printable characters", field="bot_uuid")
+    if isolation in (None, ""):
+        isolation = ISOLATION_SESSION
+    if isolation not in (ISOLATION_SESSION, ISOLATION_BOT):
+        raise ValidationError("isolation must be 'session' or 'bot'", field="isolation")
+
+    launcher_type, _, launcher_id = session_name.partition("_")
+    scope_key = f"{bot_uuid}:{session_name}" if bot_uuid else session_name
+    if isolation == ISOLATION_SESSION:
+        user_key = scope_key
+    else:
+        user_key = f"bot:{bot_uuid}" if bot_uuid else "global"
+    return ScopeKeys(bot_uuid, session_name, isolation, launcher_type, launcher_id, scope_key, user_key)
+
+
+def register_scope(keys: ScopeKeys) -> Scope:
+    """Record (or touch) the scope so the console can list it."""
+    now = timezone.now()
+    scope, created = Scope.objects.get_or_create(
+        scope_key=keys.scope_key,
+        isolation=keys.isolation,
+        defaults={
+            "user_key": keys.user_key,
+            "bot_uuid": keys.bot_uuid,
+            "session_name": keys.session_name,
+            "first_seen": now,
+            "last_seen": now,
+        },
+    )
+    if not created and (now - scope.last_seen).total_seconds() > 60:
+        Scope.objects.filter(pk=scope.pk).update(last_seen=now)
+        scope.last_seen = now
+    return scope
+
+
+def keys_of(scope: Scope) -> ScopeKeys:
+    return derive_scope(scope.bot_uuid, scope.session_name, scope.isolation)

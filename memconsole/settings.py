@@ -1,0 +1,253 @@
+"""memconsole settings, read from the environment.
+
+Every setting is documented in docs/operations.md. Local runs (the default, MEMCONSOLE_ENV=local)
+work with no configuration at all: SQLite and embedded Chroma under var/, a secret key generated
+once into var/. With MEMCONSOLE_ENV=production, SECRET_KEY must be given and cookies are secure.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_lazy as _
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """A string setting; NAME_FILE, when set, names a file holding the value (Docker secrets)."""
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        try:
+            return Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ImproperlyConfigured(f"{name}_FILE={file_name!r} cannot be read: {exc}") from exc
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name}={value!r} is not a boolean (use 1/0, true/false, yes/no)")
+
+
+def envint(name: str, default: int, minimum: int | None = None) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a whole number") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name}={value!r} must be at least {minimum}")
+    return number
+
+
+def envlist(name: str, default: str = "") -> list[str]:
+    raw = env(name, default) or ""
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+MEMCONSOLE_ENV = (os.environ.get("MEMCONSOLE_ENV") or "local").strip().lower()
+if MEMCONSOLE_ENV not in {"local", "production"}:
+    raise ImproperlyConfigured(f"MEMCONSOLE_ENV={MEMCONSOLE_ENV!r} must be 'local' or 'production'")
+PRODUCTION = MEMCONSOLE_ENV == "production"
+
+VAR_DIR = Path(env("MEMCONSOLE_VAR_DIR") or BASE_DIR / "var")
+
+DEBUG = envbool("DEBUG", False)
+
+SECRET_KEY = env("SECRET_KEY")
+if not SECRET_KEY:
+    if PRODUCTION:
+        raise ImproperlyConfigured("SECRET_KEY is required when MEMCONSOLE_ENV=production")
+    key_file = VAR_DIR / "secret_key"
+    if not key_file.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        key_file.write_text(secrets.token_urlsafe(50))
+        key_file.chmod(0o600)
+    SECRET_KEY = key_file.read_text().strip()
+
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "" if PRODUCTION else "127.0.0.1,localhost,[::1],testserver")
+CSRF_TRUSTED_ORIGINS = envlist("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "axes",
+    "memconsole.memory",
+    "memconsole.console",
+    "memconsole.api",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.locale.LocaleMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "axes.middleware.AxesMiddleware",
+]
+
+ROOT_URLCONF = "memconsole.urls"
+WSGI_APPLICATION = "memconsole.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.i18n",
+            ],
+        },
+    },
+]
+
+# Database: SQLite under var/ unless DATABASE_URL names another.
+DATABASE_URL = env("DATABASE_URL")
+if DATABASE_URL:
+    try:
+        DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
+else:
+    VAR_DIR.mkdir(parents=True, exist_ok=True)
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "memconsole.sqlite3"}}
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers run beside the writer; IMMEDIATE transactions take the write lock at BEGIN,
+    # which serialises audit-chain appends across processes (see memory/audit.py).
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 30,
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+        }
+    )
+DATABASES["default"].setdefault("TEST", {})
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "console:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+# A working day of inactivity ends a session.
+SESSION_COOKIE_AGE = envint("MEMCONSOLE_SESSION_SECONDS", 8 * 3600, minimum=300)
+SESSION_SAVE_EVERY_REQUEST = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+SECURE = envbool("MEMCONSOLE_SECURE_COOKIES", PRODUCTION)
+SESSION_COOKIE_SECURE = SECURE
+CSRF_COOKIE_SECURE = SECURE
+SECURE_SSL_REDIRECT = envbool("MEMCONSOLE_SSL_REDIRECT", PRODUCTION)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_HSTS_SECONDS = envint("MEMCONSOLE_HSTS_SECONDS", 31536000 if PRODUCTION else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if envbool("MEMCONSOLE_BEHIND_PROXY", False) else None
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+
+# Login rate limit (django-axes): per account and IP, state kept in the database so that every
+# worker shares it.
+AXES_FAILURE_LIMIT = envint("MEMCONSOLE_LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = envint("MEMCONSOLE_LOGIN_COOLOFF_MINUTES", 15, minimum=1) / 60
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese")), ("es", _("Spanish"))]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env("MEMCONSOLE_STATIC_ROOT") or BASE_DIR / "var" / "staticfiles")
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if PRODUCTION
+        else "django.contrib.staticfiles.storage.StaticFilesStorage"
+    },
+}
+WHITENOISE_USE_FINDERS = not PRODUCTION
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": "WARNING"},
+    "loggers": {
+        "memconsole": {"level": env("MEMCONSOLE_LOG_LEVEL", "INFO"), "propagate": True},
+        "chromadb": {"level": "ERROR"},
+    },
+}
+
+# --- memconsole ---------------------------------------------------------------------------------
+CHROMA_PATH = Path(env("CHROMA_PATH") or VAR_DIR / "chroma")
+CHROMA_HOST = env("CHROMA_HOST") or ""
+CHROMA_PORT = envint("CHROMA_PORT", 8000, minimum=1)
+CHROMA_SSL = envbool("CHROMA_SSL", False)
+
+_model_dir = env("MEMCONSOLE_MODEL_DIR")
+MEMCONSOLE_MODEL_DIR = Path(_model_dir) if _model_dir else VAR_DIR / "models" / "all-MiniLM-L6-v2"
+
+MEMCONSOLE_FERNET_KEYS = envlist("MEMCONSOLE_FERNET_KEYS")
+MEMCONSOLE_AUDIT_KEY = env("MEMCONSOLE_AUDIT_KEY") or ""
+
+MEMCONSOLE_RECENCY_HALF_LIFE_DAYS = envint("MEMCONSOLE_RECENCY_HALF_LIFE_DAYS", 30, minimum=1)
+MEMCONSOLE_SNAPSHOT_RETENTION_DAYS = envint("MEMCONSOLE_SNAPSHOT_RETENTION_DAYS", 90, minimum=0)
+MEMCONSOLE_MAX_CONTENT_CHARS = envint("MEMCONSOLE_MAX_CONTENT_CHARS", 8000, minimum=100)
+
+# Bot API
+MEMCONSOLE_API_MAX_BODY_BYTES = envint("MEMCONSOLE_API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
+MEMCONSOLE_API_RATE_PER_MINUTE = envint("MEMCONSOLE_API_RATE_PER_MINUTE", 600, minimum=1)
+DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMCONSOLE_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+

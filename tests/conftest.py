@@ -1,0 +1,129 @@
+"""Shared fixtures: the real model, a fresh embedded Chroma per test, users for each role."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from memconsole.lib import vectors
+from memconsole.memory import operations as ops
+from memconsole.memory.audit import Actor
+from memconsole.memory.models import BotGrant
+from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
+from memconsole.memory.scopes import derive_scope
+
+MODEL_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "all-MiniLM-L6-v2"
+PASSWORD = "correct-horse-battery-staple"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not (MODEL_DIR / "model.onnx").exists():
+        raise pytest.UsageError(f"the test model is missing: {MODEL_DIR}")
+
+
+@pytest.fixture(autouse=True)
+def memory_settings(settings, tmp_path_factory):
+    """Every test: the real model, its own embedded Chroma folder, fast password hashing."""
+    settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
+    settings.CHROMA_HOST = ""
+    settings.CHROMA_PATH = tmp_path_factory.mktemp("chroma")
+    settings.MEMCONSOLE_FERNET_KEYS = []
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    settings.AXES_ENABLED = True
+    vectors.reset_client()
+    yield settings
+    vectors.reset_client()
+
+
+@pytest.fixture
+def system():
+    return Actor.system("tests")
+
+
+@pytest.fixture
+def keys():
+    return derive_scope("bot-a", "group_100", "session")
+
+
+@pytest.fixture
+def other_keys():
+    return derive_scope("bot-b", "group_200", "session")
+
+
+def _user(name: str, role: str | None, superuser: bool = False) -> User:
+    user = User.objects.create_user(name, password=PASSWORD, is_superuser=superuser, is_staff=superuser)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    return user
+
+
+@pytest.fixture
+def viewer(db):
+    return _user("viewer", VIEWER)
+
+
+@pytest.fixture
+def operator(db):
+    return _user("operator", OPERATOR)
+
+
+@pytest.fixture
+def admin_user(db):
+    return _user("admin", ADMIN)
+
+
+@pytest.fixture
+def granted_viewer(db):
+    """A viewer limited to bot-b: bot-a's scopes must be invisible (404) to them."""
+    user = _user("granted", VIEWER)
+    BotGrant.objects.create(user=user, bot_uuid="bot-b")
+    return user
+
+
+def _client_for(client_class, user):
+    client = client_class()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def viewer_client(viewer):
+    from django.test import Client
+
+    return _client_for(Client, viewer)
+
+
+@pytest.fixture
+def operator_client(operator):
+    from django.test import Client
+
+    return _client_for(Client, operator)
+
+
+@pytest.fixture
+def admin_client_(admin_user):
+    from django.test import Client
+
+    return _client_for(Client, admin_user)
+
+
+@pytest.fixture
+def granted_client(granted_viewer):
+    from django.test import Client
+
+    return _client_for(Client, granted_viewer)
+
+
+@pytest.fixture
+def scope_with_episodes(db, keys, system):
+    """bot-a/group_100 with a handful of episodes from two speakers, one archived."""
+    made = [
+        ops.remember(keys, system, "I am planning a trip to Beijing next month", tags=["travel"], sender_id="u1", sender_name="Alice"),
+        ops.remember(keys, system, "My favourite food is dumplings", tags=["food"], importance=3, sender_id="u2", sender_name="Bob"),
+        ops.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2", sender_name="Bob"),
+        ops.remember(keys, system, "The team meeting moved to Thursday", tags=["work"], sender_id="u1", sender_name="Alice"),
+    ]
+    ops.archive(keys, system, [made[3].episode.episode_id])
+    return [m.episode for m in made]
