@@ -1,7 +1,11 @@
 from django.contrib import admin
 from django.urls import include, path
 
+from memconsole.api import probes
+
 urlpatterns = [
+    path("healthz", probes.healthz, name="healthz"),
+    path("readyz", probes.readyz, name="readyz"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
