@@ -11,6 +11,8 @@ from .models import ISOLATION_BOT, ISOLATION_SESSION, Scope
 
 MAX_SESSION_NAME = 255
 MAX_BOT_UUID = 128
+RESERVED_BOT_UUID = "bot"
+GLOBAL_USER_KEY = "global"
 
 
 @dataclass(frozen=True)
@@ -56,13 +58,25 @@ def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str 
         isolation = ISOLATION_SESSION
     if isolation not in (ISOLATION_SESSION, ISOLATION_BOT):
         raise ValidationError("isolation must be 'session' or 'bot'", field="isolation")
+    # Keys are plain strings, so refuse the few inputs whose keys would equal another scope's.
+    if bot_uuid == RESERVED_BOT_UUID:
+        raise ValidationError(f"bot_uuid {RESERVED_BOT_UUID!r} is reserved (bot-isolation keys start with 'bot:')", field="bot_uuid")
+    if not bot_uuid and ":" in session_name:
+        raise ValidationError(
+            "session_name may not contain ':' when there is no bot_uuid (it would read as '<bot_uuid>:<session>')",
+            field="session_name",
+        )
+    if not bot_uuid and isolation == ISOLATION_SESSION and session_name == GLOBAL_USER_KEY:
+        raise ValidationError(
+            f"session_name {GLOBAL_USER_KEY!r} without a bot_uuid is reserved for bot isolation", field="session_name"
+        )
 
     launcher_type, _, launcher_id = session_name.partition("_")
     scope_key = f"{bot_uuid}:{session_name}" if bot_uuid else session_name
     if isolation == ISOLATION_SESSION:
         user_key = scope_key
     else:
-        user_key = f"bot:{bot_uuid}" if bot_uuid else "global"
+        user_key = f"{RESERVED_BOT_UUID}:{bot_uuid}" if bot_uuid else GLOBAL_USER_KEY
     return ScopeKeys(bot_uuid, session_name, isolation, launcher_type, launcher_id, scope_key, user_key)
 
 
