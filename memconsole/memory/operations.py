@@ -430,6 +430,24 @@ def list_episodes(keys: ScopeKeys, *, cursor: Any = None, limit: int = 25, **fil
     )
 
 
+def _index_where(keys: ScopeKeys, statuses, sender_id, importance_min, time_after, time_before) -> dict | None:
+    """The same filters (already validated) in Chroma's metadata filter language, or None."""
+    clauses: list[dict] = [{"user_key": keys.user_key}]
+    if set(statuses) != set(STATUSES):
+        clauses.append({"status": {"$in": list(statuses)}})
+    if sender_id:
+        clauses.append({"sender_id": sender_id})
+    if importance_min is not None:
+        clauses.append({"importance": {"$gte": importance_min}})
+    if time_after is not None:
+        clauses.append({"timestamp": {"$gte": time_after.timestamp()}})
+    if time_before is not None:
+        clauses.append({"timestamp": {"$lt": time_before.timestamp()}})
+    if len(clauses) == 1:
+        return None
+    return {"$and": clauses}
+
+
 @dataclass
 class RecallHit:
     episode: Episode
@@ -495,11 +513,16 @@ def recall(
     vector = embeddings.embed([query])[0]
     similarities: dict[str, float] = {}
     # Over-fetch so that re-ranking by recency and weights can lift a less similar episode.
-    for fetch in (max(50, top_k * 5), 1000):
-        hits = vectors.query(keys.user_key, model_id, vector, fetch)
-        similarities = {h.episode_id: h.similarity for h in hits if h.metadata.get("user_key") == keys.user_key}
+    # When filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.
+    passes = [(max(50, top_k * 5), None), (1000, None)]
+    index_where = _index_where(keys, statuses, sender_id, importance_min, time_after, time_before)
+    if index_where:
+        passes.append((max(50, top_k * 5), index_where))
+    for fetch, index_filter in passes:
+        hits = vectors.query(keys.user_key, model_id, vector, fetch, where=index_filter)
+        similarities.update({h.episode_id: h.similarity for h in hits if h.metadata.get("user_key") == keys.user_key})
         rows = list(Episode.objects.filter(where, episode_id__in=list(similarities)))
-        if len(rows) >= top_k or len(hits) < fetch:
+        if len(rows) >= top_k or (len(hits) < fetch and index_filter is None):
             break
     # An episode id named in the query is found even when its vector is not near.
     for token in set(re.findall(r"\b[0-9a-f]{12}\b", query.lower())) - set(similarities):
