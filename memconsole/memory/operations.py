@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Iterable
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
@@ -529,7 +530,8 @@ def recall(
         row = Episode.objects.filter(where, episode_id=token).first()
         if row is not None:
             rows.append(row)
-            similarities[token] = 0.0
+            stored = vectors.get(keys.user_key, [token], include_embeddings=True).get(token)
+            similarities[token] = float(np.dot(stored["embedding"], vector)) if stored else 0.0
 
     now = timezone.now()
     half_life = settings.MEMCONSOLE_RECENCY_HALF_LIFE_DAYS
