@@ -1,7 +1,8 @@
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 
 from memconsole.api import probes
+from memconsole.api import views as api_views
 
 urlpatterns = [
     path("healthz", probes.healthz, name="healthz"),
@@ -10,5 +11,6 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/v1/", include("memconsole.api.urls")),
+    re_path(r"^api(/|$)", api_views.not_found),  # JSON 404 for every other /api path
     path("", include("memconsole.console.urls")),
 ]

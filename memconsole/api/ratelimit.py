@@ -1,0 +1,43 @@
+"""Per-token rate limit: a fixed window of one clock minute, counted in the database.
+
+MEMCONSOLE_API_RATE_PER_MINUTE requests per token per minute (every authenticated request counts,
+whatever its outcome). The counter is a `RateWindow` row, so gunicorn workers and separate
+machines that share the database share the limit; the row update takes a row lock, so concurrent
+requests never lose a count. A request over the limit gets 429 with Retry-After (seconds to the
+next minute).
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from memconsole.memory.models import BotToken
+
+from .models import RateWindow
+
+
+def hit(token: BotToken) -> int | None:
+    """Count one request; None when it is within the limit, else the seconds to wait."""
+    now = timezone.now()
+    window = now.replace(second=0, microsecond=0)
+    with transaction.atomic():
+        rows = RateWindow.objects.filter(token=token, window=window)
+        if not rows.update(count=F("count") + 1):
+            RateWindow.objects.filter(token=token, window__lt=window).delete()
+            try:
+                with transaction.atomic():
+                    RateWindow.objects.create(token=token, window=window, count=1)
+            except IntegrityError:  # another worker opened the window first
+                rows.update(count=F("count") + 1)
+            # last_used_at is kept to the minute: one write per token per minute, not per request.
+            BotToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        count = rows.values_list("count", flat=True).first() or 0
+    if count <= settings.MEMCONSOLE_API_RATE_PER_MINUTE:
+        return None
+    return max(1, math.ceil((window + timedelta(minutes=1) - now).total_seconds()))

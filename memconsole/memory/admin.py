@@ -1,0 +1,92 @@
+"""Django admin: bot tokens (list, revoke), per-bot grants, and read-only views of scopes and audit.
+
+Tokens are created with `manage.py create_bot_token` (the secret is printed once), not here.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
+
+from . import tokens
+from .audit import Actor
+from .models import AuditEntry, BotGrant, BotToken, Scope
+from .roles import allowed_bots
+
+
+@admin.register(BotToken)
+class BotTokenAdmin(admin.ModelAdmin):
+    list_display = ["name", "prefix", "bots", "created_at", "created_by", "last_used_at", "state"]
+    list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix"]
+    ordering = ["-created_at"]
+    fields = ["name", "prefix", "bot_uuids", "created_at", "created_by", "last_used_at", "revoked_at"]
+    readonly_fields = fields
+    actions = ["revoke_tokens"]
+
+    @admin.display(description=_("bots"))
+    def bots(self, token: BotToken) -> str:
+        return ", ".join(token.bot_uuids)
+
+    @admin.display(description=_("state"))
+    def state(self, token: BotToken) -> str:
+        return _("active") if token.is_active else _("revoked")
+
+    @admin.action(description=_("Revoke the selected tokens"), permissions=["change"])
+    def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[BotToken]) -> None:
+        actor = Actor.for_user(request.user, allowed_bots(request.user))
+        revoked = sum(tokens.revoke(token, actor) for token in queryset)
+        self.message_user(
+            request,
+            ngettext("%(count)d token revoked.", "%(count)d tokens revoked.", revoked) % {"count": revoked},
+            messages.SUCCESS,
+        )
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # the secret must be shown once: use `manage.py create_bot_token`
+
+    def has_delete_permission(self, request: HttpRequest, obj: BotToken | None = None) -> bool:
+        return False  # revoke instead: the audit log keeps naming the token
+
+
+@admin.register(BotGrant)
+class BotGrantAdmin(admin.ModelAdmin):
+    list_display = ["user", "bot_uuid"]
+    list_filter = ["bot_uuid"]
+    search_fields = ["user__username", "bot_uuid"]
+    autocomplete_fields = ["user"]
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+
+@admin.register(Scope)
+class ScopeAdmin(ReadOnlyAdmin):
+    list_display = ["scope_key", "isolation", "user_key", "bot_uuid", "first_seen", "last_seen"]
+    list_filter = ["isolation"]
+    search_fields = ["scope_key", "bot_uuid", "session_name"]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(ReadOnlyAdmin):
+    """Structural fields only: payloads (personal content) are read in the console's audit view."""
+
+    list_display = ["seq", "timestamp", "operation", "actor", "scope_key", "target_type", "target_id"]
+    list_filter = ["operation", "actor_type"]
+    search_fields = ["audit_id", "scope_key", "target_id", "actor"]
+    fields = [
+        "seq", "audit_id", "timestamp", "operation", "scope_key", "user_key", "actor_type", "actor",
+        "sender_id", "target_type", "target_id", "query_id", "redacted", "prev_hash", "entry_hash",
+    ]
+    ordering = ["-seq"]
