@@ -405,7 +405,7 @@ def list_episodes(keys: ScopeKeys, *, cursor: Any = None, limit: int = 25, **fil
     Cursors: "a<id>" = the page after (older than) id, "b<id>" = the page before (newer than) id.
     `statuses=None` lists every status.
     """
-    if limit not in PAGE_SIZES and not (1 <= limit <= 200):
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
         raise ValidationError("page size out of range", field="limit")
     where = episode_filter(keys, **filters)
     position = parse_cursor(cursor)
