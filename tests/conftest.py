@@ -14,6 +14,10 @@ from memconsole.memory.models import BotGrant
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
 from memconsole.memory.scopes import derive_scope
 
+# Chroma server mode (issue 9): MEMCONSOLE_TEST_CHROMA=server runs every test against one Chroma
+# server started for the session (tests/chroma_server.py) instead of an embedded folder per test.
+from tests.chroma_server import chroma_server, reset_server_collections, server_mode  # noqa: F401
+
 MODEL_DIR = Path(__file__).resolve().parents[2] / "shared" / "models" / "all-MiniLM-L6-v2"
 PASSWORD = "correct-horse-battery-staple"
 
@@ -24,16 +28,21 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def memory_settings(settings, tmp_path_factory):
+def memory_settings(settings, tmp_path_factory, request):
     """Every test: the real model, its own embedded Chroma folder, fast password hashing."""
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
     settings.CHROMA_HOST = ""
     settings.CHROMA_PATH = tmp_path_factory.mktemp("chroma")
+    server = request.getfixturevalue("chroma_server") if server_mode() else None
+    if server:  # the session's Chroma server, emptied after each test (below)
+        settings.CHROMA_HOST, settings.CHROMA_PORT = server
     settings.MEMCONSOLE_FERNET_KEYS = []
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.AXES_ENABLED = True
     vectors.reset_client()
     yield settings
+    if server:
+        reset_server_collections(*server)  # collection names repeat across tests (from user_keys)
     vectors.reset_client()
 
 
