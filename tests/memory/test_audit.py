@@ -1,0 +1,225 @@
+"""The audit hash chain: verifies, and detects edited, deleted and inserted entries; redaction keeps it valid."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import timedelta
+
+import pytest
+
+from memconsole.memory import audit
+from memconsole.memory import operations as ops
+from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.models import AuditEntry, AuditHead
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def chain(keys, system):
+    """Five entries from real operations: remember ×3, archive, profile update."""
+    made = [ops.remember(keys, system, f"memory number {n}", sender_id="u1", sender_name="Alice").episode for n in range(3)]
+    ops.archive(keys, system, [made[0].episode_id])
+    ops.update_profile(keys, system, "speaker", "u1", name="Alice")
+    entries = list(AuditEntry.objects.order_by("seq"))
+    assert [e.seq for e in entries] == [1, 2, 3, 4, 5]
+    return entries
+
+
+def test_it_verifies_an_empty_chain():
+    report = verify_audit_chain()
+    assert report.ok and report.checked == 0
+
+
+def test_it_verifies_an_intact_chain(chain):
+    report = verify_audit_chain()
+    assert report.ok and report.checked == 5
+    assert str(report) == "audit chain OK (5 entries)"
+    assert chain[0].prev_hash == audit.GENESIS
+    for previous, entry in zip(chain, chain[1:], strict=False):
+        assert entry.prev_hash == previous.entry_hash
+    head = AuditHead.objects.get(pk=1)
+    assert (head.seq, head.entry_hash) == (5, chain[-1].entry_hash)
+
+
+def test_it_verifies_across_batches(chain):
+    assert verify_audit_chain(batch=2).ok
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_refuses_to_append_outside_a_transaction():
+    with pytest.raises(RuntimeError, match="atomic"):
+        audit.append("remember", Actor.system())
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("operation", "delete"),
+        ("scope_key", "bot-b:group_200"),
+        ("user_key", "bot-b:group_200"),
+        ("actor", "user:mallory"),
+        ("actor_type", "user"),
+        ("sender_id", "u2"),
+        ("target_id", "000000000000"),
+        ("target_type", "snapshot"),
+        ("query_id", "forged"),
+        ("audit_id", uuid.uuid4().hex),
+        ("payload_digest", "0" * 64),
+    ],
+)
+def test_it_detects_an_edited_structural_field(chain, field, value):
+    AuditEntry.objects.filter(seq=3).update(**{field: value})
+    report = verify_audit_chain()
+    assert not report.ok
+    assert (report.broken_seq, report.broken_audit_id) == (3, AuditEntry.objects.get(seq=3).audit_id)
+    assert "changed" in report.reason
+    assert "#3" in str(report)
+
+
+def test_it_detects_an_edited_timestamp(chain):
+    AuditEntry.objects.filter(seq=2).update(timestamp=chain[1].timestamp + timedelta(microseconds=1))
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 2)
+
+
+def test_it_detects_an_edited_link(chain):
+    AuditEntry.objects.filter(seq=4).update(prev_hash=chain[1].entry_hash)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq, report.reason) == (False, 4, "does not link to the previous entry")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda p: p.update(summary="remembered: something else"),
+        lambda p: p["after"].update(content="a rewritten memory"),
+        lambda p: p.update(sender_name="Mallory"),
+        lambda p: p["metadata"].update(extra=1),
+        lambda p: p.update(before={"status": "active"}),
+    ],
+)
+def test_it_detects_an_edited_payload(chain, change):
+    payload = AuditEntry.objects.get(seq=2).payload
+    change(payload)
+    AuditEntry.objects.filter(seq=2).update(payload_stored=json.dumps(payload))
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq, report.reason) == (False, 2, "its payload was changed")
+
+
+def test_it_detects_a_payload_that_no_longer_reads(chain):
+    AuditEntry.objects.filter(seq=2).update(payload_stored="{not json")
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 2)
+    assert report.reason.startswith("payload unreadable")
+
+
+def test_it_detects_a_deleted_entry_in_the_middle(chain):
+    AuditEntry.objects.filter(seq=3).delete()
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq, report.checked) == (False, 3, 2)
+    assert "missing" in report.reason
+
+
+def test_it_detects_a_deleted_middle_entry_even_when_later_ones_are_renumbered(chain):
+    AuditEntry.objects.filter(seq=3).delete()
+    for seq in (4, 5):
+        AuditEntry.objects.filter(seq=seq).update(seq=seq - 1)
+    AuditHead.objects.filter(pk=1).update(seq=4)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 3)
+
+
+def test_it_detects_a_deleted_last_entry(chain):
+    AuditEntry.objects.filter(seq=5).delete()
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq, report.checked) == (False, 5, 4)
+    assert "deleted" in report.reason
+
+
+def test_it_detects_a_deleted_first_entry(chain):
+    AuditEntry.objects.filter(seq=1).delete()
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 1)
+
+
+def _forge(after: AuditEntry, seq: int) -> AuditEntry:
+    """An entry as someone without the audit key would write it: plausible fields, a guessed hash."""
+    forged = AuditEntry(
+        seq=seq,
+        audit_id=uuid.uuid4().hex,
+        timestamp=after.timestamp + timedelta(seconds=1),
+        operation="delete",
+        scope_key=after.scope_key,
+        user_key=after.user_key,
+        actor_type="user",
+        actor="user:mallory",
+        target_type="episode",
+        target_id="0123456789ab",
+        prev_hash=after.entry_hash,
+    )
+    forged.set_payload({"summary": "nothing to see", "sender_name": "", "before": None, "after": None, "metadata": {}})
+    forged.payload_digest = "f" * 64
+    forged.entry_hash = "e" * 64
+    forged.save()
+    return forged
+
+
+def test_it_detects_an_inserted_entry_at_the_end(chain):
+    _forge(chain[-1], 6)
+    AuditHead.objects.filter(pk=1).update(seq=6, entry_hash="e" * 64)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 6)
+
+
+def test_it_detects_an_inserted_entry_when_the_head_is_left_alone(chain):
+    _forge(chain[-1], 6)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 6)
+
+
+def test_it_detects_an_entry_inserted_in_the_middle(chain):
+    for seq in (5, 4, 3):
+        AuditEntry.objects.filter(seq=seq).update(seq=seq + 1)
+    _forge(chain[1], 3)
+    AuditHead.objects.filter(pk=1).update(seq=6)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 3)
+
+
+def test_it_detects_a_copied_entry_replayed_later(chain):
+    copy = AuditEntry.objects.get(seq=2)
+    copy.pk, copy.seq, copy.audit_id = None, 6, uuid.uuid4().hex
+    copy.prev_hash = chain[-1].entry_hash
+    copy.save()
+    AuditHead.objects.filter(pk=1).update(seq=6, entry_hash=copy.entry_hash)
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 6)
+
+
+def test_it_keeps_verifying_after_a_payload_is_redacted(chain, keys, system):
+    entry = AuditEntry.objects.get(seq=2)
+    audit.redact(entry, {"summary": "[erased]", "sender_name": "", "before": None, "after": None, "metadata": {}})
+
+    entry.refresh_from_db()
+    assert entry.redacted
+    assert entry.payload["summary"] == "[erased]"
+    assert "memory number" not in entry.payload_stored
+    assert verify_audit_chain().ok
+    # and later appends chain on as usual
+    ops.remember(keys, system, "after the erasure")
+    assert verify_audit_chain().ok
+
+
+def test_it_still_detects_structural_edits_of_a_redacted_entry(chain):
+    entry = AuditEntry.objects.get(seq=2)
+    audit.redact(entry, {"summary": "[erased]"})
+    AuditEntry.objects.filter(seq=2).update(operation="remember-forged")
+    assert not verify_audit_chain().ok
+
+
+def test_it_uses_the_audit_key_setting(chain, settings):
+    settings.MEMCONSOLE_AUDIT_KEY = "another-key-held-outside-the-database"
+    report = verify_audit_chain()
+    assert (report.ok, report.broken_seq) == (False, 1)
