@@ -1,19 +1,335 @@
-"""Repair or report drift between the database and the vector index. Work in progress."""
+"""Find and repair drift between the database (the source of truth) and the vector index.
+
+Drift comes from crashes between the database commit and the index write, an index restored
+from an older backup, a model change, or hands on the index. `reindex` looks at every user_key
+that has episodes or a collection and finds:
+
+- episodes whose vector is not current (the row says so, or it was made by another model),
+- episodes marked current whose vector is missing,
+- vectors whose metadata no longer matches the row (status, importance, tags...),
+- orphan vectors: no episode of that user_key has the id,
+- collections for user_keys without episodes,
+- collections made by another embedding model (dropped, and their episodes re-embedded).
+
+With `check_only` it only counts. Otherwise it repairs, re-embedding in batches of a few hundred,
+so that it runs in bounded memory at millions of rows and can be interrupted and run again.
+
+Ordering matters for running beside live traffic: writes commit to the database first and then
+to the index, so vector ids (and collections) are read *before* the rows they are compared with;
+anything that looks orphaned is checked against the database again just before it is removed.
+The health probe's own short-lived canary scopes are skipped (the probe cleans up after itself).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
+
+from memconsole.lib import crypto, embeddings, vectors
+
+from . import operations as ops
+from .models import Episode
+
+EMBED_BATCH = 256
+SCAN_BATCH = 1000
+DELETE_BATCH = 500
+
+Progress = Callable[[str, int, int], None]
 
 
 @dataclass
 class ReindexReport:
     check_only: bool
+    model_id: str = ""
+    scopes: int = 0
+    episodes: int = 0
+    vectors: int = 0
+    not_current: int = 0
+    missing: int = 0
+    stale: int = 0
+    orphans: int = 0
+    orphan_collections: int = 0
+    foreign_model_collections: int = 0
+    reembedded: int = 0
+    metadata_fixed: int = 0
+    orphans_deleted: int = 0
+    collections_dropped: int = 0
+    errors: list[str] = field(default_factory=list)
+    duration_ms: int = 0
+
+    @property
+    def drift(self) -> int:
+        """How many things were found out of step (0 = the index matches the database)."""
+        return (
+            self.not_current
+            + self.missing
+            + self.stale
+            + self.orphans
+            + self.orphan_collections
+            + self.foreign_model_collections
+        )
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and (self.drift == 0 or not self.check_only)
+
+    def describe_drift(self) -> str:
+        parts = []
+        for count, what in (
+            (self.not_current, "episodes without a current vector"),
+            (self.missing, "episodes whose vector is missing"),
+            (self.stale, "vectors with stale metadata"),
+            (self.orphans, "orphan vectors (no episode)"),
+            (self.orphan_collections, "collections of scopes without episodes"),
+            (self.foreign_model_collections, "collections made by another embedding model"),
+        ):
+            if count:
+                parts.append(f"{count} {what}")
+        return ", ".join(parts) if parts else "no drift"
+
+    def summary(self) -> str:
+        head = (
+            f"{self.scopes} scopes, {self.episodes} episodes, {self.vectors} vectors checked "
+            f"in {self.duration_ms / 1000:.1f}s: {self.describe_drift()}"
+        )
+        if not self.check_only and self.drift:
+            head += (
+                f"; repaired: {self.reembedded} re-embedded, {self.metadata_fixed} metadata fixed, "
+                f"{self.orphans_deleted} orphan vectors deleted, {self.collections_dropped} collections dropped"
+            )
+        if self.errors:
+            head += f"; {len(self.errors)} errors (first: {self.errors[0]})"
+        return head
 
     def as_dict(self) -> dict[str, Any]:
-        return {"check_only": self.check_only}
+        return {
+            "check_only": self.check_only,
+            "model_id": self.model_id,
+            "scopes": self.scopes,
+            "episodes": self.episodes,
+            "vectors": self.vectors,
+            "drift": self.drift,
+            "not_current": self.not_current,
+            "missing": self.missing,
+            "stale": self.stale,
+            "orphans": self.orphans,
+            "orphan_collections": self.orphan_collections,
+            "foreign_model_collections": self.foreign_model_collections,
+            "reembedded": self.reembedded,
+            "metadata_fixed": self.metadata_fixed,
+            "orphans_deleted": self.orphans_deleted,
+            "collections_dropped": self.collections_dropped,
+            "errors": list(self.errors),
+            "duration_ms": self.duration_ms,
+            "summary": self.summary(),
+        }
 
 
-def reindex(check_only: bool, progress: Callable[[str], None] | None = None) -> ReindexReport:
-    raise NotImplementedError
+@dataclass
+class _ScopePlan:
+    """What one user_key needs (primary keys of rows, ids of vectors)."""
+
+    user_key: str
+    embed: list[int] = field(default_factory=list)
+    fix_metadata: list[int] = field(default_factory=list)
+    orphans: list[str] = field(default_factory=list)
+    drop_collection: bool = False  # no episodes, or made by another model
+
+    @property
+    def empty(self) -> bool:
+        return not (self.embed or self.fix_metadata or self.orphans or self.drop_collection)
+
+
+def same_metadata(stored: dict[str, Any], expected: dict[str, Any]) -> bool:
+    if set(stored) != set(expected):
+        return False
+    for key, want in expected.items():
+        have = stored[key]
+        if isinstance(want, float) or isinstance(have, float):
+            if not isinstance(have, (int, float)) or isinstance(have, bool):
+                return False
+            if not math.isclose(float(have), float(want), rel_tol=0, abs_tol=1e-3):
+                return False
+        elif have != want:
+            return False
+    return True
+
+
+def metadata_patch(stored: dict[str, Any] | None, expected: dict[str, Any]) -> dict[str, Any]:
+    """Chroma merges metadata on update and upsert; a key set to None is removed."""
+    patch = dict(expected)
+    for key in stored or {}:
+        if key not in expected:
+            patch[key] = None
+    return patch
+
+
+def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _probe_prefix() -> str:
+    from .health import PROBE_USER_KEY_PREFIX
+
+    return PROBE_USER_KEY_PREFIX
+
+
+def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport:
+    """Compare every vector with the database and (unless `check_only`) repair the index.
+
+    `progress(stage, done, total)` is called as scopes are scanned ("scan") and as repairs go
+    ("repair", counted in rows and vectors). Raises `VectorIndexError` when the index cannot be
+    reached at all; per-batch failures during repair are collected in `errors`.
+    """
+    started = time.monotonic()
+    report = ReindexReport(check_only=check_only, model_id=embeddings.current_model_id())
+    notify = progress or (lambda stage, done, total: None)
+    skip = _probe_prefix()
+
+    # Collections first, then the database (see the module docstring).
+    collection_keys = {uk for uk in vectors.list_collections().values() if uk and not uk.startswith(skip)}
+    episode_keys = set(
+        Episode.objects.exclude(user_key__startswith=skip).values_list("user_key", flat=True).distinct()
+    )
+    user_keys = sorted(collection_keys | episode_keys)
+    report.scopes = len(user_keys)
+
+    plans = []
+    for position, user_key in enumerate(user_keys, start=1):
+        plan = _scan_scope(user_key, user_key in episode_keys, report)
+        if not plan.empty:
+            plans.append(plan)
+        notify("scan", position, len(user_keys))
+
+    if not check_only and plans:
+        total = sum(len(p.embed) + len(p.fix_metadata) + len(p.orphans) + p.drop_collection for p in plans)
+        done = 0
+        for plan in plans:
+            done = _repair_scope(plan, report, notify, done, total)
+    report.duration_ms = int((time.monotonic() - started) * 1000)
+    return report
+
+
+def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _ScopePlan:
+    plan = _ScopePlan(user_key)
+    collection_model = vectors.collection_model(user_key)  # None: no collection
+    foreign = collection_model not in (None, "", report.model_id)
+    if collection_model is not None and not has_episodes:
+        # Re-checked against the database before anything is dropped.
+        report.orphan_collections += 1
+        report.vectors += len(vectors.all_ids(user_key))
+        plan.drop_collection = True
+        return plan
+    if foreign:
+        report.foreign_model_collections += 1
+        plan.drop_collection = True
+    vector_ids = set() if collection_model is None else set(vectors.all_ids(user_key))
+    report.vectors += len(vector_ids)
+
+    seen: set[str] = set()
+    rows = Episode.objects.filter(user_key=user_key).defer("content_stored")
+    for chunk in _chunks(rows, SCAN_BATCH):
+        present = {} if foreign else vectors.get(user_key, [e.episode_id for e in chunk if e.episode_id in vector_ids])
+        for episode in chunk:
+            seen.add(episode.episode_id)
+            report.episodes += 1
+            if foreign or not episode.vector_current or episode.vector_model != report.model_id:
+                report.not_current += 1
+                plan.embed.append(episode.pk)
+            elif episode.episode_id not in present:
+                report.missing += 1
+                plan.embed.append(episode.pk)
+            elif not same_metadata(present[episode.episode_id]["metadata"], ops.vector_metadata(episode)):
+                report.stale += 1
+                plan.fix_metadata.append(episode.pk)
+    if not foreign:
+        plan.orphans = sorted(vector_ids - seen)
+        report.orphans += len(plan.orphans)
+    return plan
+
+
+def _chunks(queryset, size: int) -> Iterable[list[Episode]]:
+    last = 0
+    while True:
+        chunk = list(queryset.filter(pk__gt=last).order_by("pk")[:size])
+        if not chunk:
+            return
+        yield chunk
+        last = chunk[-1].pk
+
+
+def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, done: int, total: int) -> int:
+    user_key = plan.user_key
+    if plan.drop_collection:
+        if plan.embed:
+            # Made by another model: mark every row first, so that a crash from here on leaves
+            # them to the next reindex, then rebuild the collection from scratch.
+            Episode.objects.filter(user_key=user_key).update(vector_current=False)
+            _guard(report, f"dropping {user_key}", vectors.drop, user_key)
+            report.collections_dropped += 1
+        elif not Episode.objects.filter(user_key=user_key).exists():
+            if _guard(report, f"dropping {user_key}", vectors.drop, user_key):
+                report.collections_dropped += 1
+        done += 1
+        notify("repair", done, total)
+
+    for batch in _batches(plan.embed, EMBED_BATCH):
+        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).order_by("pk"))
+        if rows and _guard(report, f"re-embedding {len(rows)} episodes of {user_key}", _embed, rows):
+            report.reembedded += len(rows)
+        done += len(batch)
+        notify("repair", done, total)
+
+    for batch in _batches(plan.fix_metadata, DELETE_BATCH):
+        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).defer("content_stored"))
+        if rows and _guard(report, f"fixing metadata of {len(rows)} vectors of {user_key}", _fix_metadata, rows):
+            report.metadata_fixed += len(rows)
+        done += len(batch)
+        notify("repair", done, total)
+
+    for batch in _batches(plan.orphans, DELETE_BATCH):
+        alive = set(Episode.objects.filter(user_key=user_key, episode_id__in=batch).values_list("episode_id", flat=True))
+        doomed = [episode_id for episode_id in batch if episode_id not in alive]
+        if doomed and _guard(report, f"deleting {len(doomed)} orphan vectors of {user_key}", vectors.delete, user_key, doomed):
+            report.orphans_deleted += len(doomed)
+        done += len(batch)
+        notify("repair", done, total)
+    return done
+
+
+def _guard(report: ReindexReport, what: str, fn: Callable[..., Any], *args: Any) -> bool:
+    try:
+        fn(*args)
+    except (vectors.VectorIndexError, crypto.DecryptionError, embeddings.EmbeddingError) as exc:
+        report.errors.append(f"{what}: {exc}")
+        return False
+    return True
+
+
+def _embed(rows: list[Episode]) -> None:
+    user_key = rows[0].user_key
+    before = vectors.get(user_key, [e.episode_id for e in rows])
+    ops.index_episodes(rows)
+    # Upsert merges metadata: remove keys the row no longer has (e.g. tags once encrypted).
+    patches = [
+        (e.episode_id, metadata_patch(before[e.episode_id]["metadata"], ops.vector_metadata(e)))
+        for e in rows
+        if e.episode_id in before and set(before[e.episode_id]["metadata"]) - set(ops.vector_metadata(e))
+    ]
+    if patches:
+        vectors.update_metadata(user_key, [p[0] for p in patches], [p[1] for p in patches])
+
+
+def _fix_metadata(rows: list[Episode]) -> None:
+    user_key = rows[0].user_key
+    current = vectors.get(user_key, [e.episode_id for e in rows])
+    ids, metas = [], []
+    for episode in rows:
+        if episode.episode_id in current:
+            ids.append(episode.episode_id)
+            metas.append(metadata_patch(current[episode.episode_id]["metadata"], ops.vector_metadata(episode)))
+    vectors.update_metadata(user_key, ids, metas)

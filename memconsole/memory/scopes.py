@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.utils import timezone
@@ -80,9 +83,33 @@ def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str 
     return ScopeKeys(bot_uuid, session_name, isolation, launcher_type, launcher_id, scope_key, user_key)
 
 
+_registration_suspended: ContextVar[bool] = ContextVar("memconsole_scope_registration_suspended", default=False)
+
+
+@contextmanager
+def unregistered_scopes() -> Iterator[None]:
+    """Operations run inside record no Scope rows (the health probe's synthetic canary scopes,
+    which must never be listed as data). Per thread/context: other requests are unaffected."""
+    token = _registration_suspended.set(True)
+    try:
+        yield
+    finally:
+        _registration_suspended.reset(token)
+
+
 def register_scope(keys: ScopeKeys) -> Scope:
-    """Record (or touch) the scope so the console can list it."""
+    """Record (or touch) the scope so the console can list it (see `unregistered_scopes`)."""
     now = timezone.now()
+    if _registration_suspended.get():
+        return Scope(
+            scope_key=keys.scope_key,
+            isolation=keys.isolation,
+            user_key=keys.user_key,
+            bot_uuid=keys.bot_uuid,
+            session_name=keys.session_name,
+            first_seen=now,
+            last_seen=now,
+        )
     scope, created = Scope.objects.get_or_create(
         scope_key=keys.scope_key,
         isolation=keys.isolation,

@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+
+from memconsole.lib import vectors
+from memconsole.memory.reindex import reindex
+
+
+class Command(BaseCommand):
+    help = (
+        "Repair the vector index from the database: index episodes whose vector is missing or not current, "
+        "fix stale vector metadata, remove orphan vectors and collections, re-embed collections made by another "
+        "model. With --check, only report (exit 1 when there is drift)."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--check", action="store_true", help="report drift without changing anything")
+
+    def handle(self, *args, check: bool = False, **options) -> None:
+        last = [0.0]
+
+        def progress(stage: str, done: int, total: int) -> None:
+            now = time.monotonic()
+            if done == total or now - last[0] >= 1.0:
+                last[0] = now
+                self.stdout.write(f"{stage}: {done}/{total}")
+
+        try:
+            report = reindex(check_only=check, progress=progress)
+        except vectors.VectorIndexError as exc:
+            raise CommandError(f"reindex failed: {exc}") from exc
+        self.stdout.write(("reindex --check: " if check else "reindex: ") + report.summary())
+        if report.errors:
+            for error in report.errors[:20]:
+                self.stderr.write(f"error: {error}")
+            raise CommandError(f"{len(report.errors)} repairs failed; run `python manage.py reindex` again")
+        if check and report.drift:
+            raise CommandError(f"drift found: {report.describe_drift()}; run `python manage.py reindex` to repair it")

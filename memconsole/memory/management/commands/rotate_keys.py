@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.base import BaseCommand, CommandError
+
+from memconsole.memory.audit import Actor
+from memconsole.memory.rotation import rotate_keys
+
+
+class Command(BaseCommand):
+    help = (
+        "Re-encrypt every encrypted field (episodes, profiles, audit payloads, snapshots) under the newest key of "
+        "MEMCONSOLE_FERNET_KEYS, and encrypt rows written before keys were set. Batched and resumable: if it is "
+        "interrupted, run it again. When it reports no unreadable rows, older keys can be removed from the setting."
+    )
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("--batch", type=int, default=500, help="rows per transaction (default 500)")
+
+    def handle(self, *args, batch: int = 500, **options) -> None:
+        if batch < 1:
+            raise CommandError("--batch must be at least 1")
+
+        def progress(table: str, done: int, total: int) -> None:
+            self.stdout.write(f"{table}: {done}/{total}")
+
+        try:
+            report = rotate_keys(batch=batch, progress=progress, actor=Actor.system("manage.py rotate_keys"))
+        except ImproperlyConfigured as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write("rotate_keys: " + report.summary())
+        if not report.ok:
+            raise CommandError(
+                f"{report.unreadable} rows open with no configured key and were left as they are; add the key they "
+                "were written with to MEMCONSOLE_FERNET_KEYS and run rotate_keys again"
+            )
