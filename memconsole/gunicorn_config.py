@@ -1,8 +1,10 @@
-"""gunicorn settings for memconsole (`gunicorn -c python:memconsole.gunicorn_config`).
+"""gunicorn settings for memconsole (`gunicorn memconsole.wsgi -c python:memconsole.gunicorn_config`).
 
-Workers come from WEB_CONCURRENCY (default 1). The embedded Chroma index is single-process: with
-more than one worker it must be a Chroma server (CHROMA_HOST), and the server refuses to start
-otherwise.
+Workers come from WEB_CONCURRENCY (default 1), threads per worker from GUNICORN_THREADS (default 4),
+the worker timeout from GUNICORN_TIMEOUT (default 120 s). The embedded Chroma index is
+single-process: with more than one worker the index must be a Chroma server (CHROMA_HOST), and the
+server refuses to start otherwise (exit code 3). It also refuses to grow past one worker later
+(SIGTTIN, or a reload with a higher WEB_CONCURRENCY). See docs/operations.md.
 """
 
 from __future__ import annotations
@@ -10,14 +12,51 @@ from __future__ import annotations
 import os
 import sys
 
-workers = int(os.environ.get("WEB_CONCURRENCY", "1") or "1")
-threads = int(os.environ.get("GUNICORN_THREADS", "4") or "4")
-timeout = int(os.environ.get("GUNICORN_TIMEOUT", "120") or "120")
+EMBEDDED_INDEX_EXIT_CODE = 3
+
+
+def _whole_number(name: str, default: int, minimum: int) -> int:
+    value = (os.environ.get(name) or "").strip()
+    if not value:
+        return default
+    try:
+        number = int(value)
+    except ValueError:
+        number = minimum - 1
+    if number < minimum:
+        print(f"memconsole: {name}={value!r} must be a whole number of at least {minimum}", file=sys.stderr)
+        sys.exit(2)
+    return number
+
+
+workers = _whole_number("WEB_CONCURRENCY", 1, 1)
+threads = _whole_number("GUNICORN_THREADS", 4, 1)
+timeout = _whole_number("GUNICORN_TIMEOUT", 120, 1)
 accesslog = "-"
 preload_app = False  # each worker builds its own database and Chroma clients after the fork
+# The control socket (gunicorn >= 25) lives at one fixed path per user, so two servers on one
+# machine collide, and it can add workers at runtime; memconsole does not use it.
+control_socket_disable = True
+if os.path.isdir("/dev/shm"):
+    # Worker heartbeats on tmpfs: on a container's overlay filesystem they can stall the worker.
+    worker_tmp_dir = "/dev/shm"
 
 
-def check_embedded_index(worker_count: int, chroma_host: str) -> str | None:
+def chroma_server_configured() -> bool:
+    """Whether the environment names a Chroma server (CHROMA_HOST, or CHROMA_HOST_FILE as settings reads it)."""
+    if (os.environ.get("CHROMA_HOST") or "").strip():
+        return True
+    file_name = os.environ.get("CHROMA_HOST_FILE")
+    if file_name:
+        try:
+            with open(file_name) as handle:
+                return bool(handle.read().strip())
+        except OSError:
+            return False  # settings.py reports the unreadable file when a worker starts
+    return False
+
+
+def check_embedded_index(worker_count: int, chroma_host: str | bool) -> str | None:
     """The reason the server must not start, or None."""
     if worker_count > 1 and not chroma_host:
         return (
@@ -28,8 +67,19 @@ def check_embedded_index(worker_count: int, chroma_host: str) -> str | None:
     return None
 
 
-def on_starting(server) -> None:  # gunicorn hook
-    reason = check_embedded_index(server.cfg.workers, os.environ.get("CHROMA_HOST", ""))
+def on_starting(server) -> None:  # gunicorn hook, in the master before any worker starts
+    reason = check_embedded_index(server.cfg.workers, chroma_server_configured())
     if reason:
         print(reason, file=sys.stderr)
-        sys.exit(3)
+        sys.exit(EMBEDDED_INDEX_EXIT_CODE)
+
+
+def nworkers_changed(server, new_value: int, old_value: int | None) -> None:  # gunicorn hook
+    """Keep one worker with the embedded index when something asks for more at runtime."""
+    if old_value is None:  # the initial count, already checked by on_starting
+        return
+    reason = check_embedded_index(new_value, chroma_server_configured())
+    if reason:
+        server.log.error("%s Staying at %s worker(s).", reason, old_value)
+        # Arbiter.num_workers is a property whose setter calls this hook; set its backing field.
+        server._num_workers = old_value
