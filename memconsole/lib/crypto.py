@@ -89,3 +89,21 @@ def rotate_text(stored: str, encrypted: bool) -> tuple[str, bool]:
         raise DecryptionError(
             f"This data is encrypted with a key that is not in {SETTING}; add the key it was written with."
         ) from None
+
+
+def decrypt_with_key(token: bytes | str, key: str) -> str:
+    """Open a Fernet token made elsewhere (imports) with an explicitly given key.
+
+    Raises `ImproperlyConfigured` for a malformed key and `DecryptionError` when the key does not
+    open the token.
+    """
+    try:
+        fernet = Fernet(key.encode() if isinstance(key, str) else key)
+    except (ValueError, TypeError):
+        raise ImproperlyConfigured("the Fernet key is not valid (32 url-safe base64-encoded bytes)") from None
+    if isinstance(token, str):
+        token = token.encode("ascii", errors="replace")
+    try:
+        return fernet.decrypt(token).decode("utf-8")
+    except (InvalidToken, UnicodeError, ValueError):
+        raise DecryptionError("the given Fernet key does not open this value") from None

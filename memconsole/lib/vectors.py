@@ -245,3 +245,96 @@ def list_collections() -> dict[str, str]:
 
 def heartbeat() -> None:
     _call("heartbeat", get_client().heartbeat)
+
+
+def rebuild_collection(user_key: str, batch: int = 2000) -> int:
+    """Copy `user_key`'s vectors into a fresh collection and drop the old one (erasure).
+
+    chromadb's delete only marks vectors deleted inside the HNSW files; a copy holds only the
+    live ones. Copies in batches into a temporary collection that is then renamed, so memory stays
+    flat. Returns how many vectors were kept. Follow with `compact_storage()` on embedded Chroma.
+    """
+    old = _collection(user_key, None, create=False)
+    if old is None:
+        return 0
+    client = get_client()
+    name = collection_name(user_key)
+    temp_name = name[:40] + "_rebuild"  # still a valid, memconsole-prefixed name of <= 63 characters
+    try:
+        client.delete_collection(temp_name)  # a leftover of an interrupted rebuild
+    except Exception as exc:
+        if type(exc).__name__ != "NotFoundError":
+            raise VectorIndexError(f"vector index rebuild failed ({describe()}): {exc}") from exc
+    metadata = dict(old.metadata or {})
+    temp = _call(
+        "create",
+        client.create_collection,
+        temp_name,
+        embedding_function=None,
+        configuration={"hnsw": {"space": SPACE}},
+        metadata=metadata,
+    )
+    kept = 0
+    offset = 0
+    while True:
+        page = _call("read", old.get, include=["embeddings", "metadatas"], limit=batch, offset=offset)
+        if not page["ids"]:
+            break
+        _call(
+            "write",
+            temp.upsert,
+            ids=page["ids"],
+            embeddings=np.asarray(page["embeddings"], dtype=np.float32),
+            metadatas=page["metadatas"],
+        )
+        kept += len(page["ids"])
+        offset += len(page["ids"])
+    _call("drop", client.delete_collection, name)
+    _call("rename", temp.modify, name=name)
+    return kept
+
+
+def compact_storage() -> dict[str, Any]:
+    """Remove what embedded Chroma keeps of deleted data on disk (erasure).
+
+    Dropped collections leave their HNSW segment folder behind and deleted rows stay in free pages
+    of chroma.sqlite3 (embedding metadata and queued vectors): orphaned segment folders are
+    removed and the SQLite file is vacuumed. A Chroma server must be compacted on its own host;
+    then this returns {"compacted": False}.
+    """
+    import shutil
+    import sqlite3
+
+    config = _config()
+    if config[0] != "embedded":
+        return {"compacted": False, "reason": f"{describe()} is compacted on its own host"}
+    root = config[1]
+    database = os.path.join(root, "chroma.sqlite3")
+    if not os.path.exists(database):
+        return {"compacted": True, "removed_folders": 0}
+    get_client()  # make sure Chroma has flushed its own state before we look at the file
+    with sqlite3.connect(database, timeout=30) as connection:
+        live = {row[0] for row in connection.execute("SELECT id FROM segments")}
+    removed = 0
+    for entry in os.listdir(root):
+        path = os.path.join(root, entry)
+        if os.path.isdir(path) and entry not in live and _looks_like_segment(entry):
+            shutil.rmtree(path)
+            removed += 1
+    connection = sqlite3.connect(database, timeout=30, isolation_level=None)
+    try:
+        connection.execute("VACUUM")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        connection.close()
+    return {"compacted": True, "removed_folders": removed}
+
+
+def _looks_like_segment(name: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True

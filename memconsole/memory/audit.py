@@ -68,6 +68,38 @@ def payload_digest(payload: dict[str, Any]) -> str:
     return hmac.new(audit_key(), b"payload:" + canonical_json(payload).encode(), hashlib.sha256).hexdigest()
 
 
+# The two structural fields that can name a person (sender_id, and target_id such as
+# "speaker:<id>") are covered by the chain through a keyed digest, not their raw value, so that
+# erasure can replace them by `ERASED_PREFIX + digest` and the entry still verifies.
+ERASED_PREFIX = "erased:"
+
+
+def subject_digest(value: str) -> str:
+    """Keyed digest standing in for a person's identifier once it is erased."""
+    return hmac.new(audit_key(), b"subject:" + value.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def sealed_field(value: str) -> str:
+    if not value:
+        return ""
+    if value.startswith(ERASED_PREFIX):
+        return value[len(ERASED_PREFIX) :]
+    return subject_digest(value)
+
+
+def erase_identifiers(entry: AuditEntry, *, sender_id: bool, target_id: bool) -> None:
+    """Replace an entry's sender_id and/or target_id by their digests (erasure); the chain still verifies."""
+    fields = []
+    if sender_id and entry.sender_id and not entry.sender_id.startswith(ERASED_PREFIX):
+        entry.sender_id = ERASED_PREFIX + sealed_field(entry.sender_id)
+        fields.append("sender_id")
+    if target_id and entry.target_id and not entry.target_id.startswith(ERASED_PREFIX):
+        entry.target_id = ERASED_PREFIX + sealed_field(entry.target_id)
+        fields.append("target_id")
+    if fields:
+        entry.save(update_fields=fields)
+
+
 def _structural(entry: AuditEntry) -> bytes:
     stamp = entry.timestamp.astimezone(dt_timezone.utc).isoformat(timespec="microseconds")
     fields = [
@@ -79,9 +111,9 @@ def _structural(entry: AuditEntry) -> bytes:
         entry.user_key,
         entry.actor_type,
         entry.actor,
-        entry.sender_id,
+        sealed_field(entry.sender_id),
         entry.target_type,
-        entry.target_id,
+        sealed_field(entry.target_id),
         entry.query_id,
         entry.payload_digest,
         entry.prev_hash,

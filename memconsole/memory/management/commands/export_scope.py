@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memconsole.memory import exports
+from memconsole.memory.audit import Actor
+from memconsole.memory.errors import MemoryError_, ValidationError
+from memconsole.memory.models import STATUSES, Scope
+from memconsole.memory.scopes import keys_of
+
+
+class Command(BaseCommand):
+    help = (
+        "Export one scope (profiles, episodes and optionally its audit log) as one JSON document "
+        "(LangBot-compatible envelopes). Content is decrypted: keep the file safe. The export is audited."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("scope_key", help="the scope's key, e.g. '<bot_uuid>:group_123'")
+        parser.add_argument("-o", "--output", help="write to this file (created 0600) instead of standard output")
+        parser.add_argument(
+            "--statuses", nargs="+", choices=STATUSES, metavar="STATUS", help=f"only these statuses ({', '.join(STATUSES)}); default all"
+        )
+        parser.add_argument("--audit", action="store_true", help="include the scope's audit log")
+        parser.add_argument(
+            "--isolation", choices=["session", "bot"], help="which of the scope's isolation modes, when it was seen with both"
+        )
+
+    def handle(self, *args: Any, scope_key: str, output: str | None, statuses: list[str] | None, audit: bool,
+               isolation: str | None, **options: Any) -> None:
+        scopes = Scope.objects.filter(scope_key=scope_key)
+        if isolation:
+            scopes = scopes.filter(isolation=isolation)
+        found = list(scopes[:3])
+        if not found:
+            raise CommandError(f"no scope {scope_key!r}{f' with {isolation} isolation' if isolation else ''} is known")
+        if len(found) > 1:
+            raise CommandError(f"scope {scope_key!r} exists with session and bot isolation: pass --isolation")
+        try:
+            keys = keys_of(found[0])
+            stream = exports.stream_scope_export(
+                keys, Actor.system(f"manage.py export_scope ({getpass.getuser()})"), statuses=statuses, include_audit=audit
+            )
+        except ValidationError as exc:
+            raise CommandError(exc.message) from None
+        except MemoryError_ as exc:
+            raise CommandError(str(exc)) from None
+        written = self._write(stream, output)
+        counts = stream.counts
+        where = output or "standard output"
+        self.stderr.write(
+            f"Exported {keys.scope_key} ({keys.isolation}) to {where}: {counts['episodes']} episodes, "
+            f"{counts['profiles']} profiles" + (f", {counts['audit_entries']} audit entries" if audit else "") + f", {written:,} bytes."
+        )
+
+    def _write(self, stream: exports.ExportStream, output: str | None) -> int:
+        written = 0
+        reported = 0
+        if output is None:
+            out = sys.stdout
+            for chunk in stream:
+                out.write(chunk)
+                written += len(chunk.encode("utf-8"))
+            out.flush()
+            return written
+        target = Path(output)
+        if target.is_dir():
+            raise CommandError(f"{output} is a directory")
+        # Written to a private temporary file beside the target, then renamed: no half-written export.
+        handle, temp = tempfile.mkstemp(prefix=".export-", dir=target.parent if str(target.parent) else ".")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                for chunk in stream:
+                    out.write(chunk)
+                    written += len(chunk.encode("utf-8"))
+                    if written - reported >= 1 << 20:
+                        reported = written
+                        self.stderr.write(f"\rexporting: {written / (1 << 20):.1f} MiB", ending="")
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        if reported:
+            self.stderr.write("")
+        return written
