@@ -33,7 +33,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DatabaseError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.utils import timezone
 
@@ -80,6 +80,10 @@ LEFTOVER_AGE = timedelta(minutes=10)
 HEALTH_RUNS_KEPT = 1000
 SEARCH_TOP_K = 5
 
+INDEX_FIX = (
+    "Check the vector index: with embedded Chroma, that CHROMA_PATH exists and is writable by this process; "
+    "with a Chroma server, that it runs at CHROMA_HOST:CHROMA_PORT and is reachable from here."
+)
 REINDEX_FIX = "Run `python manage.py reindex` (it rebuilds the index from the database, which is the source of truth)."
 
 
@@ -169,7 +173,12 @@ def _safely(check_id: str, fn: Callable[..., Check], *args: Any) -> Check:
         return fn(*args)
     except Exception as exc:  # a check that breaks is a finding, not a crash of the whole run
         log.exception("health check %s raised", check_id)
-        return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}")
+        fix = ""
+        if isinstance(exc, vectors.VectorIndexError):
+            fix = INDEX_FIX
+        elif isinstance(exc, DatabaseError):
+            fix = "Check that the database named by DATABASE_URL is running and reachable."
+        return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}", fix)
 
 
 def _record(actor: Actor, result: dict[str, Any], checked_at, store: bool) -> None:

@@ -1,0 +1,163 @@
+"""reindex: drift between the database and the vector index, found and repaired for real."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from memconsole.lib import embeddings, vectors
+from memconsole.memory import operations as ops
+from memconsole.memory import reindex as reindex_module
+from memconsole.memory.models import STATUS_ARCHIVED, Episode
+from memconsole.memory.reindex import reindex
+from tests.conftest import MODEL_DIR
+
+pytestmark = pytest.mark.django_db
+
+
+def orphan_vector(user_key: str, episode_id: str = "feedfeedfeed") -> None:
+    vectors.upsert(
+        user_key,
+        embeddings.current_model_id(),
+        [episode_id],
+        embeddings.embed(["a vector without an episode"]),
+        [{"user_key": user_key, "status": "active"}],
+    )
+
+
+def test_it_finds_no_drift_in_a_consistent_index(scope_with_episodes):
+    report = reindex(check_only=True)
+
+    assert report.drift == 0
+    assert (report.scopes, report.episodes, report.vectors) == (1, 4, 4)
+    assert report.ok and "no drift" in report.summary()
+
+
+def test_it_repairs_a_deleted_vector(keys, scope_with_episodes):
+    trip = scope_with_episodes[0]
+    vectors.delete(keys.user_key, [trip.episode_id])
+    assert trip.episode_id not in [h.episode.episode_id for h in ops.recall(keys, "travel plans")]
+
+    found = reindex(check_only=True)
+    assert (found.missing, found.drift) == (1, 1)
+    assert trip.episode_id not in vectors.get(keys.user_key, [trip.episode_id])  # --check changes nothing
+
+    repaired = reindex(check_only=False)
+
+    assert repaired.reembedded == 1 and repaired.ok
+    assert ops.recall(keys, "travel plans", top_k=1)[0].episode.episode_id == trip.episode_id
+    assert reindex(check_only=True).drift == 0
+
+
+def test_it_repairs_stale_metadata(keys, scope_with_episodes):
+    food = scope_with_episodes[1]
+    Episode.objects.filter(pk=food.pk).update(status=STATUS_ARCHIVED)  # the database changed, the index did not
+
+    found = reindex(check_only=True)
+    assert found.stale == 1 and found.drift == 1
+
+    repaired = reindex(check_only=False)
+
+    assert repaired.metadata_fixed == 1
+    assert vectors.get(keys.user_key, [food.episode_id])[food.episode_id]["metadata"]["status"] == STATUS_ARCHIVED
+    assert reindex(check_only=True).drift == 0
+
+
+def test_it_removes_metadata_keys_the_row_no_longer_has(keys, scope_with_episodes):
+    first = scope_with_episodes[0]
+    meta = vectors.get(keys.user_key, [first.episode_id])[first.episode_id]["metadata"]
+    vectors.update_metadata(keys.user_key, [first.episode_id], [{**meta, "planted": "x"}])
+
+    assert reindex(check_only=True).stale == 1
+    reindex(check_only=False)
+
+    assert "planted" not in vectors.get(keys.user_key, [first.episode_id])[first.episode_id]["metadata"]
+    assert reindex(check_only=True).drift == 0
+
+
+def test_it_indexes_episodes_marked_not_current(keys, scope_with_episodes):
+    Episode.objects.filter(user_key=keys.user_key).update(vector_current=False)
+    vectors.drop(keys.user_key)  # as after a crash between the database commit and the index write
+
+    found = reindex(check_only=True)
+    assert found.not_current == 4
+
+    repaired = reindex(check_only=False)
+
+    assert repaired.reembedded == 4
+    assert set(vectors.all_ids(keys.user_key)) == {e.episode_id for e in scope_with_episodes}
+    assert not Episode.objects.filter(vector_current=False).exists()
+
+
+def test_it_deletes_orphan_vectors_and_collections(keys, other_keys, scope_with_episodes):
+    orphan_vector(keys.user_key)
+    orphan_vector(other_keys.user_key)  # a collection for a scope without any episode
+
+    found = reindex(check_only=True)
+    assert (found.orphans, found.orphan_collections) == (1, 1)
+
+    repaired = reindex(check_only=False)
+
+    assert (repaired.orphans_deleted, repaired.collections_dropped) == (1, 1)
+    assert "feedfeedfeed" not in vectors.all_ids(keys.user_key)
+    assert other_keys.user_key not in vectors.list_collections().values()
+    assert len(vectors.all_ids(keys.user_key)) == 4
+
+
+def test_it_reembeds_a_collection_made_by_another_model(keys, system, settings, tmp_path):
+    settings.MEMCONSOLE_MODEL_DIR = tmp_path  # no model: the lexical fallback writes these vectors
+    ops.remember(keys, system, "I am planning a trip to Beijing next month")
+    ops.remember(keys, system, "My favourite food is dumplings")
+    settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
+    with pytest.raises(vectors.ModelMismatch):
+        ops.recall(keys, "travel plans")
+
+    found = reindex(check_only=True)
+    assert (found.foreign_model_collections, found.not_current) == (1, 2)
+
+    repaired = reindex(check_only=False)
+
+    assert repaired.reembedded == 2 and repaired.ok
+    assert vectors.collection_model(keys.user_key) == embeddings.current_model_id()
+    assert "Beijing" in ops.recall(keys, "travel plans", top_k=1)[0].episode.content
+    assert reindex(check_only=True).drift == 0
+
+
+def test_it_repairs_in_batches(keys, system, monkeypatch):
+    for i in range(7):
+        ops.remember(keys, system, f"note number {i}")
+    Episode.objects.update(vector_current=False)
+    monkeypatch.setattr(reindex_module, "EMBED_BATCH", 3)
+    seen = []
+
+    repaired = reindex(check_only=False, progress=lambda stage, done, total: seen.append((stage, done, total)))
+
+    assert repaired.reembedded == 7
+    assert [s for s in seen if s[0] == "repair"] == [("repair", 3, 7), ("repair", 6, 7), ("repair", 7, 7)]
+    assert ("scan", 1, 1) in seen
+
+
+def test_it_skips_the_health_probes_own_scopes(keys, scope_with_episodes):
+    from memconsole.memory.health import PROBE_USER_KEY_PREFIX
+
+    orphan_vector(PROBE_USER_KEY_PREFIX + "probe_x")
+
+    assert reindex(check_only=True).drift == 0
+
+
+def test_it_reports_and_repairs_from_the_command(keys, scope_with_episodes, capsys):
+    vectors.delete(keys.user_key, [scope_with_episodes[0].episode_id])
+
+    with pytest.raises(CommandError) as drift:
+        call_command("reindex", "--check")
+    assert drift.value.returncode == 1
+    assert "1 episodes whose vector is missing" in str(drift.value)
+    assert "scan: 1/1" in capsys.readouterr().out
+
+    call_command("reindex")
+    out = capsys.readouterr().out
+    assert "repair: 1/1" in out and "1 re-embedded" in out
+
+    call_command("reindex", "--check")
+    assert "no drift" in capsys.readouterr().out
