@@ -1,11 +1,814 @@
+"""The browser console: one small view per screen, each answering a full page or, for htmx, the
+fragment that the page includes. Views call `memconsole.memory`; they never touch the vector
+index or the ciphers themselves."""
+
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.views.decorators.http import require_GET
+import difflib
+import json
+from collections.abc import Iterator
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Q
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
+from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django_htmx.http import trigger_client_event
+
+from memconsole.lib.vectors import VectorIndexError
+from memconsole.memory import audit, roles
+from memconsole.memory import operations as ops
+from memconsole.memory.errors import NotFound
+from memconsole.memory.errors import PermissionDenied as MemoryPermissionDenied
+from memconsole.memory.errors import ValidationError as MemoryValidationError
+from memconsole.memory.models import (
+    PROFILE_SESSION,
+    PROFILE_SPEAKER,
+    STATUS_ACTIVE,
+    STATUS_ARCHIVED,
+    STATUSES,
+    AuditEntry,
+    Episode,
+    EpisodeCounts,
+    HealthRun,
+    InjectionSnapshot,
+    Profile,
+    Scope,
+)
+from memconsole.memory.scopes import ScopeKeys, register_scope
+
+from . import forms
+from .access import (
+    actor_for,
+    console_view,
+    may_use_bot,
+    render_screen,
+    require_perm,
+    scope_view,
+    user_permissions,
+    visible_scopes,
+    wants_fragment,
+)
+from .paging import keyset_page
+
+SCOPES_PER_PAGE = 25
+SNAPSHOTS_PER_PAGE = 20
+AUDIT_PER_PAGE = 25
+VERSIONS_PER_PAGE = 20
+SPEAKERS_PER_PAGE = 50
+HEALTH_HISTORY = 20
+SPEAKER_SAMPLE = 500
+CHAIN_LIMIT = 20
+DEFAULT_TOP_K = 10
+DEFAULT_PAGE_SIZE = 25
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def _next_url(request: HttpRequest, default: str) -> str:
+    """The `next` field of a posted form when it points back into this site, else `default`."""
+    candidate = request.POST.get("next") or request.GET.get("next") or ""
+    if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}, request.is_secure()):
+        return candidate
+    return default
+
+
+def _counts(keys: ScopeKeys) -> EpisodeCounts:
+    return EpisodeCounts.objects.filter(user_key=keys.user_key).first() or EpisodeCounts(user_key=keys.user_key)
+
+
+def _scope_context(request: HttpRequest, scope: Scope, keys: ScopeKeys, tab: str, **extra: Any) -> dict[str, Any]:
+    return {"scope": scope, "keys": keys, "tab": tab, "counts": _counts(keys), **user_permissions(request.user), **extra}
+
+
+def _bad_request(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
+    return render(request, "console/bad_request.html", {"message": message}, status=status)
+
+
+def _known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
+    """Speakers for the picker: those with a profile and those behind the latest episodes.
+
+    Bounded on purpose (the newest SPEAKER_SAMPLE episodes), so a scope of millions costs the same.
+    """
+    speakers: dict[str, str] = {}
+    recent = (
+        Episode.objects.filter(user_key=keys.user_key)
+        .order_by("-id")
+        .values_list("sender_id", "sender_name")[:SPEAKER_SAMPLE]
+    )
+    for sender_id, sender_name in recent:
+        if sender_id and sender_id not in speakers:
+            speakers[sender_id] = sender_name
+    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list("sender_id", flat=True)
+    for sender_id in profiled[:SPEAKER_SAMPLE]:
+        speakers.setdefault(sender_id, "")
+    return sorted(speakers.items())
+
+
+# --- overview -----------------------------------------------------------------------------------
+
+
+def _scope_page(request: HttpRequest, search: forms.ScopeSearchForm) -> Any:
+    rows = visible_scopes(request.user)
+    q = search.cleaned_data.get("q", "").strip()
+    if q:
+        rows = rows.filter(Q(session_name__icontains=q) | Q(bot_uuid__icontains=q) | Q(scope_key__icontains=q))
+    page = keyset_page(rows, "id", search.cleaned_data.get("cursor"), SCOPES_PER_PAGE)
+    counts = EpisodeCounts.objects.in_bulk({scope.user_key for scope in page.items}, field_name="user_key")
+    for scope in page.items:
+        scope.counts = counts.get(scope.user_key) or EpisodeCounts(user_key=scope.user_key)
+    return page
+
+
+def _derived(request: HttpRequest, derive: forms.DeriveForm) -> dict[str, Any] | None:
+    keys = derive.cleaned_data["keys"]
+    if not may_use_bot(request.user, keys.bot_uuid):
+        derive.add_error("bot_uuid", _("You do not have access to this bot's memory."))
+        return None
+    scope = Scope.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation).first()
+    counts = EpisodeCounts.objects.filter(user_key=keys.user_key).first()
+    return {"keys": keys, "scope": scope, "counts": counts}
 
 
 @require_GET
-@login_required
+@console_view
 def overview(request: HttpRequest) -> HttpResponse:
-    return HttpResponse("memconsole")
+    require_perm(request.user, roles.VIEW)
+    search = forms.ScopeSearchForm(request.GET)
+    derive = forms.DeriveForm(request.GET if "session_name" in request.GET else None)
+    status = 200
+    page = _scope_page(request, search) if search.is_valid() else None
+    derived = _derived(request, derive) if derive.is_valid() else None
+    if not search.is_valid() or (derive.is_bound and derived is None):
+        status = 400
+    context = {"search": search, "derive": derive, "page": page, "derived": derived, **user_permissions(request.user)}
+    fragment = "console/_derive.html" if getattr(request.htmx, "target", None) == "derive-result" else "console/_scope_list.html"
+    return render_screen(request, "console/overview.html", fragment, context, status)
+
+
+@require_POST
+@console_view
+def scope_open(request: HttpRequest) -> HttpResponse:
+    """Open a derived space: register it (audited) when it was never seen, then go to its episodes."""
+    require_perm(request.user, roles.VIEW)
+    derive = forms.DeriveForm(request.POST)
+    if not derive.is_valid():
+        context = {"search": forms.ScopeSearchForm(), "derive": derive, "page": None, "derived": None}
+        return render(request, "console/overview.html", {**context, **user_permissions(request.user)}, status=400)
+    keys = derive.cleaned_data["keys"]
+    if not may_use_bot(request.user, keys.bot_uuid):
+        raise Http404("No such memory space.")
+    scope = Scope.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation).first()
+    if scope is None:
+        require_perm(request.user, roles.OPERATE)
+        with transaction.atomic():
+            scope = register_scope(keys)
+            audit.append(
+                "scope_open",
+                actor_for(request),
+                scope_key=keys.scope_key,
+                user_key=keys.user_key,
+                target_type="scope",
+                target_id=str(scope.pk),
+                summary="memory space opened in the console",
+                after={"bot_uuid": keys.bot_uuid, "session_name": keys.session_name, "isolation": keys.isolation},
+            )
+    return redirect("console:episodes", scope_id=scope.pk)
+
+
+@require_GET
+@scope_view()
+def scope_home(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    return redirect("console:episodes", scope_id=scope.pk)
+
+
+# --- episodes -----------------------------------------------------------------------------------
+
+
+def _episode_results(request: HttpRequest, keys: ScopeKeys, form: forms.EpisodeFilterForm) -> tuple[dict, int]:
+    data = form.cleaned_data
+    try:
+        if form.searching:
+            hits = ops.recall(
+                keys,
+                data["q"],
+                top_k=data.get("top_k") or DEFAULT_TOP_K,
+                statuses=form.statuses() or list(STATUSES),
+                tags=[data["tag"]] if data.get("tag") else None,
+                actor=actor_for(request),
+                **form.filters(),
+            )
+            return {"hits": hits}, 200
+        page = ops.list_episodes(
+            keys,
+            cursor=data.get("cursor") or None,
+            limit=data.get("limit") or DEFAULT_PAGE_SIZE,
+            statuses=form.statuses(),
+            tag=data.get("tag") or None,
+            **form.filters(),
+        )
+        return {"page": page}, 200
+    except MemoryValidationError as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        return {}, 400
+    except VectorIndexError as exc:
+        return {"index_error": str(exc)}, 503
+
+
+@require_GET
+@scope_view()
+def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.EpisodeFilterForm(request.GET)
+    results, status = _episode_results(request, keys, form) if form.is_valid() else ({}, 400)
+    context = _scope_context(
+        request, scope, keys, "episodes", form=form, speakers=_known_speakers(keys), bulk=forms.BulkActionForm(), **results
+    )
+    return render_screen(request, "console/episode_list.html", "console/_episode_list.html", context, status)
+
+
+def _episode_or_404(keys: ScopeKeys, episode_id: str) -> Episode:
+    try:
+        return ops.get_episode(keys, episode_id)
+    except NotFound:
+        raise Http404("No such episode in this memory space.") from None
+
+
+@require_GET
+@scope_view()
+def episode_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    episode = _episode_or_404(keys, episode_id)
+    newer: list[Episode] = []
+    current = episode
+    while current.superseded_by and len(newer) < CHAIN_LIMIT:
+        current = Episode.objects.filter(user_key=keys.user_key, episode_id=current.superseded_by).first()
+        if current is None or current in newer:
+            break
+        newer.append(current)
+    replaces = list(
+        Episode.objects.filter(user_key=keys.user_key, superseded_by=episode.episode_id).order_by("-id")[:CHAIN_LIMIT]
+    )
+    history = list(
+        AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode.episode_id)
+        .order_by("-seq")[:50]
+    )
+    context = _scope_context(
+        request, scope, keys, "episodes", episode=episode, newer=newer, replaces=replaces, history=history
+    )
+    return render(request, "console/episode_detail.html", context)
+
+
+def _row_response(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode: Episode, message: str) -> HttpResponse:
+    episodes_url = reverse("console:episodes", args=[scope.pk])
+    if wants_fragment(request):
+        context = {"scope": scope, "episode": episode, "next": _next_url(request, episodes_url), "flash": message}
+        response = render(request, "console/_episode_row.html", {**context, **user_permissions(request.user)})
+        return trigger_client_event(response, "episodeCountsChanged")
+    messages.success(request, message)
+    return redirect(_next_url(request, episodes_url))
+
+
+def _change_status(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_id: str, archive: bool) -> HttpResponse:
+    episode = _episode_or_404(keys, episode_id)
+    operation = ops.archive if archive else ops.restore
+    try:
+        operation(keys, actor_for(request), [episode.episode_id])
+    except NotFound:
+        raise Http404("No such episode in this memory space.") from None
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    episode.refresh_from_db()
+    if archive:
+        message = _("Episode %(id)s is archived.") % {"id": episode.episode_id}
+    else:
+        message = _("Episode %(id)s is active again.") % {"id": episode.episode_id}
+    return _row_response(request, scope, keys, episode, message)
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def episode_archive(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    return _change_status(request, scope, keys, episode_id, archive=True)
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def episode_restore(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    return _change_status(request, scope, keys, episode_id, archive=False)
+
+
+@require_POST
+@scope_view(roles.DELETE)
+def episode_delete(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    """Deletes after a confirmation: htmx asks with hx-confirm; without JavaScript a page asks."""
+    episode = _episode_or_404(keys, episode_id)
+    episodes_url = reverse("console:episodes", args=[scope.pk])
+    if request.POST.get("confirmed") != "1":
+        context = _scope_context(request, scope, keys, "episodes", episode=episode, next=_next_url(request, episodes_url))
+        return render(request, "console/episode_confirm_delete.html", context)
+    try:
+        ops.delete(keys, actor_for(request), [episode.episode_id])
+    except NotFound:
+        raise Http404("No such episode in this memory space.") from None
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    message = _("Episode %(id)s was deleted.") % {"id": episode.episode_id}
+    if wants_fragment(request):
+        response = render(request, "console/_episode_row_deleted.html", {"episode": episode, "flash": message})
+        return trigger_client_event(response, "episodeCountsChanged")
+    messages.success(request, message)
+    next_url = _next_url(request, episodes_url)
+    if reverse("console:episode_detail", args=[scope.pk, episode.episode_id]) in next_url:
+        next_url = episodes_url
+    return redirect(next_url)
+
+
+BULK_PERMISSIONS = {"archive": roles.OPERATE, "restore": roles.OPERATE, "delete": roles.DELETE}
+
+
+def _bulk_preview(keys: ScopeKeys, action: str, ids: list[str]) -> dict[str, Any]:
+    found = dict(Episode.objects.filter(user_key=keys.user_key, episode_id__in=ids).values_list("episode_id", "status"))
+    if action == "archive":
+        changing = [i for i in ids if i in found and found[i] != STATUS_ARCHIVED]
+    elif action == "restore":
+        changing = [i for i in ids if i in found and found[i] != STATUS_ACTIVE]
+    else:
+        changing = [i for i in ids if i in found]
+    return {"selected": len(ids), "found": [i for i in ids if i in found], "changing": len(changing)}
+
+
+@require_POST
+@scope_view()
+def episodes_bulk(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    """Bulk archive/restore/delete: the first post previews how many would change, the second acts."""
+    form = forms.BulkActionForm(request.POST)
+    episodes_url = reverse("console:episodes", args=[scope.pk])
+    context = _scope_context(request, scope, keys, "episodes", bulk=form, next=_next_url(request, episodes_url))
+    if not form.is_valid():
+        return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context, 400)
+    action, ids = form.cleaned_data["action"], form.cleaned_data["episode_ids"]
+    require_perm(request.user, BULK_PERMISSIONS[action])
+    preview = _bulk_preview(keys, action, ids)
+    if not form.cleaned_data["confirmed"] or not preview["found"]:
+        context.update(preview=preview, action=action, ids=preview["found"])
+        return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context)
+    actor = actor_for(request)
+    try:
+        if action == "delete":
+            changed = ops.delete(keys, actor, preview["found"])
+        else:
+            changed = len((ops.archive if action == "archive" else ops.restore)(keys, actor, preview["found"]))
+    except NotFound:
+        raise Http404("No such episode in this memory space.") from None
+    message = {
+        "archive": ngettext("%(n)d episode archived.", "%(n)d episodes archived.", changed),
+        "restore": ngettext("%(n)d episode restored.", "%(n)d episodes restored.", changed),
+        "delete": ngettext("%(n)d episode deleted.", "%(n)d episodes deleted.", changed),
+    }[action] % {"n": changed}
+    if wants_fragment(request):
+        response = render(request, "console/_bulk_done.html", {"flash": message})
+        return trigger_client_event(response, "episodesChanged")
+    messages.success(request, message)
+    return redirect(context["next"])
+
+
+# --- profiles -----------------------------------------------------------------------------------
+
+
+@require_GET
+@scope_view()
+def profiles(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.PageForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, str(forms.CURSOR_ERROR))
+    session_profile, session_row = ops.get_profile(keys, PROFILE_SESSION)
+    rows = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER)
+    page = keyset_page(rows, "id", form.cleaned_data.get("cursor"), SPEAKERS_PER_PAGE)
+    speaker_profiles = [(row, row.payload) for row in page.items]
+    context = _scope_context(
+        request,
+        scope,
+        keys,
+        "profiles",
+        session_profile=session_profile,
+        session_row=session_row,
+        speaker_profiles=speaker_profiles,
+        page=page,
+        speakers=_known_speakers(keys),
+    )
+    return render_screen(request, "console/profile_list.html", "console/_speaker_profiles.html", context)
+
+
+def _profile_owner(profile_type: str, sender_id: str) -> tuple[str, str]:
+    if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
+        raise Http404("No such profile type.")
+    if profile_type == PROFILE_SESSION:
+        return profile_type, ""
+    return profile_type, sender_id.strip()
+
+
+def _diff_lines(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    """A line diff of two profile versions: [(kind, text)] with kind in {'same', 'added', 'removed'}."""
+
+    def lines(data: dict[str, Any]) -> list[str]:
+        out = [f"{_('Name')}: {data.get('name', '')}"]
+        out += [f"{_('Trait')}: {item}" for item in data.get("traits", [])]
+        out += [f"{_('Preference')}: {item}" for item in data.get("preferences", [])]
+        out += [f"{_('Notes')}: {line}" for line in (data.get("notes") or "").splitlines()]
+        return out
+
+    kinds = {" ": "same", "+": "added", "-": "removed"}
+    return [(kinds[line[0]], line[2:]) for line in difflib.ndiff(lines(old), lines(new)) if line[0] in kinds]
+
+
+def _profile_context(
+    request: HttpRequest,
+    scope: Scope,
+    keys: ScopeKeys,
+    profile_type: str,
+    sender_id: str,
+    edit_form: forms.ProfileForm | None = None,
+    view: forms.VersionDiffForm | None = None,
+) -> dict[str, Any]:
+    data, row = ops.get_profile(keys, profile_type, sender_id)
+    cursor = diff_from = diff_to = None
+    if view is not None and view.is_valid():
+        cursor, diff_from, diff_to = (view.cleaned_data.get(n) for n in ("cursor", "diff_from", "diff_to"))
+    versions = keyset_page(row.versions.all(), "version", cursor, VERSIONS_PER_PAGE) if row else None
+    diff = None
+    if row and row.version > 1:
+        diff_to = diff_to or row.version
+        diff_from = diff_from or max(1, diff_to - 1)
+        pair = {v.version: v for v in row.versions.filter(version__in=[diff_from, diff_to])}
+        if diff_from in pair and diff_to in pair:
+            diff = {"from": diff_from, "to": diff_to, "lines": _diff_lines(pair[diff_from].payload, pair[diff_to].payload)}
+        elif view is not None:
+            view.add_error("diff_from", _("There is no such version of this profile."))
+    form = edit_form or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id))
+    return _scope_context(
+        request,
+        scope,
+        keys,
+        "profiles",
+        profile_type=profile_type,
+        sender_id=sender_id,
+        profile=data,
+        row=row,
+        versions=versions,
+        diff=diff,
+        form=form,
+        view_form=view,
+    )
+
+
+@require_GET
+@scope_view()
+def profile_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    view = forms.VersionDiffForm(request.GET)
+    if not view.is_valid():
+        return _bad_request(request, _("The profile address is not valid."))
+    profile_type, sender_id = _profile_owner(profile_type, view.cleaned_data["sender"])
+    if profile_type == PROFILE_SPEAKER and not sender_id:
+        return redirect("console:profiles", scope_id=scope.pk)
+    context = _profile_context(request, scope, keys, profile_type, sender_id, view=view)
+    status = 400 if view.errors else 200
+    return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, status)
+
+
+def _after_profile_change(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str, sender_id: str, message: str) -> HttpResponse:
+    if wants_fragment(request):
+        context = _profile_context(request, scope, keys, profile_type, sender_id)
+        response = render(request, "console/_profile_panel.html", {**context, "flash": message})
+        return trigger_client_event(response, "profileChanged")
+    messages.success(request, message)
+    url = reverse("console:profile_detail", args=[scope.pk, profile_type])
+    return redirect(f"{url}?sender={sender_id}" if sender_id else url)
+
+
+def _posted_owner(request: HttpRequest, profile_type: str) -> tuple[str, str]:
+    sender_id = request.POST.get("sender_id", "")
+    if len(sender_id) > ops.MAX_SENDER_CHARS:
+        raise Http404("No such profile.")
+    profile_type, sender_id = _profile_owner(profile_type, sender_id)
+    if profile_type == PROFILE_SPEAKER and not sender_id:
+        raise Http404("No such profile.")
+    return profile_type, sender_id
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def profile_edit(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    profile_type, sender_id = _posted_owner(request, profile_type)
+    form = forms.ProfileForm(request.POST)
+    if form.is_valid():
+        try:
+            row = ops.replace_profile(keys, actor_for(request), profile_type, sender_id, form.profile_data())
+        except MemoryValidationError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except MemoryPermissionDenied:
+            raise PermissionDenied from None
+        else:
+            message = _("Profile saved as version %(version)d.") % {"version": row.version}
+            return _after_profile_change(request, scope, keys, profile_type, sender_id, message)
+    context = _profile_context(request, scope, keys, profile_type, sender_id, edit_form=form)
+    return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 400)
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def profile_rollback(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    profile_type, sender_id = _posted_owner(request, profile_type)
+    form = forms.RollbackForm(request.POST)
+    if not form.is_valid():
+        return _bad_request(request, _("Choose a version to roll back to."))
+    version = form.cleaned_data["version"]
+    try:
+        row = ops.rollback_profile(keys, actor_for(request), profile_type, sender_id, version)
+    except NotFound:
+        raise Http404("No such profile version.") from None
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    message = _("Rolled back to version %(old)d (saved as version %(new)d).") % {"old": version, "new": row.version}
+    return _after_profile_change(request, scope, keys, profile_type, sender_id, message)
+
+
+# --- injection ----------------------------------------------------------------------------------
+
+
+def _snapshots(keys: ScopeKeys) -> Any:
+    return InjectionSnapshot.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation)
+
+
+@require_GET
+@scope_view()
+def injection(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.PageForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, str(forms.CURSOR_ERROR))
+    page = keyset_page(_snapshots(keys), "id", form.cleaned_data.get("cursor"), SNAPSHOTS_PER_PAGE)
+    latest = _snapshots(keys).order_by("-id").first()
+    context = _scope_context(request, scope, keys, "injection", page=page, latest=latest)
+    return render_screen(request, "console/injection_list.html", "console/_injection_history.html", context)
+
+
+@require_GET
+@scope_view()
+def injection_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, snapshot_id: str) -> HttpResponse:
+    snapshot = _snapshots(keys).filter(snapshot_id=snapshot_id).first()
+    if snapshot is None:
+        raise Http404("No such injection snapshot in this memory space.")
+    return render(request, "console/injection_detail.html", _scope_context(request, scope, keys, "injection", snapshot=snapshot))
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+AUDIT_OPERATIONS = (
+    "remember", "archive", "restore", "delete", "profile_update", "profile_rollback",
+    "inject", "export", "import", "erase", "scope_open",
+)
+
+
+def _audit_rows(keys: ScopeKeys, operation: str = "", actor: str = "") -> Any:
+    rows = AuditEntry.objects.filter(Q(scope_key=keys.scope_key) | Q(user_key=keys.user_key))
+    if operation:
+        rows = rows.filter(operation=operation)
+    if actor:
+        rows = rows.filter(actor__icontains=actor)
+    return rows
+
+
+@require_GET
+@scope_view()
+def audit_log(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.AuditFilterForm(request.GET)
+    page, status = None, 400
+    if form.is_valid():
+        data = form.cleaned_data
+        rows = _audit_rows(keys, data["operation"].strip(), data["actor"].strip())
+        page, status = keyset_page(rows, "seq", data.get("cursor"), AUDIT_PER_PAGE), 200
+    context = _scope_context(request, scope, keys, "audit", form=form, page=page, operations=AUDIT_OPERATIONS)
+    return render_screen(request, "console/audit_list.html", "console/_audit_list.html", context, status)
+
+
+def _audit_entry_json(entry: AuditEntry) -> dict[str, Any]:
+    payload = entry.payload
+    return {
+        "audit_id": entry.audit_id,
+        "seq": entry.seq,
+        "timestamp": entry.timestamp.isoformat(),
+        "operation": entry.operation,
+        "scope_key": entry.scope_key,
+        "user_key": entry.user_key,
+        "actor_type": entry.actor_type,
+        "actor": entry.actor,
+        "sender_id": entry.sender_id,
+        "target_type": entry.target_type,
+        "target_id": entry.target_id,
+        "query_id": entry.query_id,
+        "redacted": entry.redacted,
+        "entry_hash": entry.entry_hash,
+        "prev_hash": entry.prev_hash,
+        **payload,
+    }
+
+
+def _stream_audit(keys: ScopeKeys, rows: Any) -> Iterator[str]:
+    """The audit envelope of DESIGN.md §7, one entry at a time (constant memory)."""
+    head = {"version": 1, "exported_at": timezone.now().isoformat(), "scope_key": keys.scope_key, "user_key": keys.user_key}
+    yield json.dumps(head, ensure_ascii=False)[:-1] + ', "entries": ['
+    count = 0
+    for entry in ops.iter_in_batches(rows, batch=500):
+        yield ("," if count else "") + json.dumps(_audit_entry_json(entry), ensure_ascii=False, default=str)
+        count += 1
+    yield f'], "count": {count}}}'
+
+
+@require_POST
+@scope_view(roles.EXPORT)
+def audit_export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.AuditFilterForm(request.POST)
+    if not form.is_valid():
+        return _bad_request(request, _("The audit filters are not valid."))
+    operation, actor_filter = form.cleaned_data["operation"].strip(), form.cleaned_data["actor"].strip()
+    with transaction.atomic():
+        audit.append(
+            "audit_export",
+            actor_for(request),
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            target_type="scope",
+            target_id=str(scope.pk),
+            summary="audit log exported",
+            metadata={"operation": operation, "actor": actor_filter},
+        )
+    rows = _audit_rows(keys, operation, actor_filter)
+    response = StreamingHttpResponse(_stream_audit(keys, rows), content_type="application/json; charset=utf-8")
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    safe_key = "".join(c if c.isalnum() or c in "-_" else "_" for c in keys.scope_key)[:80]
+    response["Content-Disposition"] = content_disposition_header(True, f"audit-{safe_key}-{stamp}.json")
+    return response
+
+
+# --- export and import --------------------------------------------------------------------------
+
+
+@require_GET
+@scope_view()
+def export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    return render(request, "console/export_form.html", _scope_context(request, scope, keys, "export", form=forms.ExportForm()))
+
+
+def _prefetched(chunks: Iterator[str]) -> Iterator[str]:
+    """Pull the first chunk now, so that a refusal raises before the response starts."""
+    iterator = iter(chunks)
+    try:
+        first = next(iterator)
+    except StopIteration:
+        return iter(())
+
+    def rest() -> Iterator[str]:
+        yield first
+        yield from iterator
+
+    return rest()
+
+
+@require_POST
+@scope_view(roles.EXPORT)
+def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    from memconsole.memory import exports
+
+    form = forms.ExportForm(request.POST)
+    if not form.is_valid():
+        context = _scope_context(request, scope, keys, "export", form=form)
+        return render(request, "console/export_form.html", context, status=400)
+    try:
+        chunks = _prefetched(
+            exports.stream_scope_export(
+                keys,
+                actor_for(request),
+                statuses=form.cleaned_data["statuses"],
+                include_audit=form.cleaned_data["include_audit"],
+            )
+        )
+    except MemoryValidationError as exc:
+        form.add_error(None, exc.message)
+        return render(request, "console/export_form.html", _scope_context(request, scope, keys, "export", form=form), status=400)
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, exports.export_filename(keys))
+    return response
+
+
+def _import_formats() -> list[tuple[str, str]] | None:
+    try:
+        from memconsole.memory import imports
+    except ImportError:
+        return None
+    names = getattr(imports, "FORMATS", None)
+    if not names:
+        return None
+    return [(name, name) for name in names]
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def import_upload(request: HttpRequest) -> HttpResponse:
+    require_perm(request.user, roles.VIEW)
+    require_perm(request.user, roles.IMPORT)
+    formats = _import_formats()
+    if request.method == "GET":
+        initial: dict[str, Any] = {"dry_run": True}
+        scope = None
+        if request.GET.get("scope", "").isdigit():
+            scope = visible_scopes(request.user).filter(pk=int(request.GET["scope"])).first()
+        if scope is not None:
+            initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
+        return render(request, "console/import_form.html", {"form": forms.ImportForm(initial=initial, formats=formats)})
+    form = forms.ImportForm(request.POST, request.FILES, formats=formats)
+    report, target, status = None, None, 400
+    if form.is_valid():
+        keys = form.cleaned_data["keys"]
+        if not may_use_bot(request.user, keys.bot_uuid):
+            form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
+        else:
+            report, status = _run_import(request, form, keys)
+            target = Scope.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation).first()
+    context = {"form": form, "report": report, "target": target}
+    return render_screen(request, "console/import_form.html", "console/_import_report.html", context, status)
+
+
+def _run_import(request: HttpRequest, form: forms.ImportForm, keys: ScopeKeys) -> tuple[dict[str, Any] | None, int]:
+    from memconsole.memory import imports
+
+    data = form.cleaned_data
+    try:
+        report = imports.import_upload(
+            data["file"],
+            data["format"],
+            bot_uuid=keys.bot_uuid,
+            session_name=keys.session_name,
+            isolation=keys.isolation,
+            actor=actor_for(request),
+            dry_run=data["dry_run"],
+        )
+    except MemoryValidationError as exc:
+        form.add_error("file", exc.message)
+        return None, 400
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    return report.as_dict(), 200
+
+
+# --- diagnostics --------------------------------------------------------------------------------
+
+
+HEALTH_LEVELS = {"ok": "green", "green": "green", "warn": "amber", "warning": "amber", "amber": "amber"}
+
+
+def _diagnostics_context(request: HttpRequest, form: forms.PageForm) -> dict[str, Any]:
+    runs = keyset_page(HealthRun.objects.all(), "id", form.cleaned_data.get("cursor"), HEALTH_HISTORY)
+    latest = HealthRun.objects.order_by("-id").first()
+    scope = None
+    if request.GET.get("scope", "").isdigit():
+        scope = visible_scopes(request.user).filter(pk=int(request.GET["scope"])).first()
+    return {"latest": latest, "runs": runs, "scope": scope, "tab": "diagnostics", **user_permissions(request.user)}
+
+
+@require_GET
+@console_view
+def diagnostics(request: HttpRequest) -> HttpResponse:
+    require_perm(request.user, roles.VIEW)
+    form = forms.PageForm(request.GET)
+    if not form.is_valid():
+        return _bad_request(request, str(forms.CURSOR_ERROR))
+    context = _diagnostics_context(request, form)
+    return render_screen(request, "console/diagnostics.html", "console/_health.html", context)
+
+
+@require_POST
+@console_view
+def diagnostics_run(request: HttpRequest) -> HttpResponse:
+    require_perm(request.user, roles.VIEW)
+    require_perm(request.user, roles.OPERATE)
+    try:
+        from memconsole.memory import health
+    except ImportError:
+        return _bad_request(request, _("The health check is not available in this installation."), status=503)
+    health.run_health_check(actor_for(request))
+    if wants_fragment(request):
+        form = forms.PageForm({})
+        form.is_valid()
+        return render(request, "console/_health.html", _diagnostics_context(request, form))
+    messages.success(request, _("The health check has run; its results are below."))
+    return redirect("console:diagnostics")

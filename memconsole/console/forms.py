@@ -1,0 +1,305 @@
+"""Console forms: every query parameter and posted field is validated here, so bad input is a 400
+with the reason shown beside the field, never a 500."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from memconsole.memory import operations as ops
+from memconsole.memory.errors import ValidationError as MemoryValidationError
+from memconsole.memory.models import (
+    ISOLATION_BOT,
+    ISOLATION_SESSION,
+    STATUS_ACTIVE,
+    STATUS_ARCHIVED,
+    STATUS_SUPERSEDED,
+    STATUSES,
+)
+from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME, derive_scope
+
+CURSOR = r"^[ab][0-9]{1,18}$"
+CURSOR_ERROR = _("This page link is not valid. Go back to the first page and try again.")
+EPISODE_ID = r"^[0-9a-f]{12}$"
+STATUS_ALL = "all"
+MAX_BULK = 200
+DEFAULT_PAGE_SIZE = 25
+
+ISOLATION_CHOICES = [
+    (ISOLATION_SESSION, _("Session (memory kept per chat session)")),
+    (ISOLATION_BOT, _("Bot (memory shared by all sessions of the bot)")),
+]
+STATUS_LABELS = {
+    STATUS_ACTIVE: _("Active"),
+    STATUS_ARCHIVED: _("Archived"),
+    STATUS_SUPERSEDED: _("Superseded"),
+}
+STATUS_FILTER_CHOICES = [
+    (STATUS_ACTIVE, _("Active")),
+    (STATUS_ARCHIVED, _("Archived")),
+    (STATUS_SUPERSEDED, _("Superseded")),
+    (STATUS_ALL, _("All statuses")),
+]
+
+
+class ConsoleForm(forms.Form):
+    """Labels without a trailing colon, so that a field's accessible name is exactly its label."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")
+        super().__init__(*args, **kwargs)
+
+
+def datetime_input() -> forms.DateTimeInput:
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+def cursor_field() -> forms.RegexField:
+    return forms.RegexField(
+        regex=CURSOR, required=False, widget=forms.HiddenInput, error_messages={"invalid": CURSOR_ERROR}
+    )
+
+
+class ScopeSearchForm(ConsoleForm):
+    q = forms.CharField(label=_("Find a scope"), required=False, max_length=255)
+    cursor = cursor_field()
+
+
+class DeriveForm(ConsoleForm):
+    """Derives a space's keys exactly as the bot does (DESIGN.md §2)."""
+
+    bot_uuid = forms.CharField(label=_("Bot UUID"), required=False, max_length=MAX_BOT_UUID, strip=True)
+    session_name = forms.CharField(label=_("Session name"), max_length=MAX_SESSION_NAME, strip=False)
+    isolation = forms.ChoiceField(label=_("Isolation"), choices=ISOLATION_CHOICES, initial=ISOLATION_SESSION)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["keys"] = derive_scope(data.get("bot_uuid", ""), data.get("session_name"), data.get("isolation"))
+        except MemoryValidationError as exc:
+            field = exc.field if exc.field in self.fields else None
+            self.add_error(field, exc.message)
+        return data
+
+
+class EpisodeFilterForm(ConsoleForm):
+    """Filters, page size and cursor of the Episodes tab; with `q`, a semantic search."""
+
+    q = forms.CharField(
+        label=_("Search episodes"),
+        required=False,
+        max_length=ops.MAX_QUERY_CHARS,
+        widget=forms.TextInput(attrs={"type": "search"}),
+    )
+    top_k = forms.IntegerField(
+        label=_("Number of results"), required=False, min_value=1, max_value=ops.TOP_K_MAX, initial=10
+    )
+    status = forms.ChoiceField(label=_("Status"), choices=STATUS_FILTER_CHOICES, required=False)
+    sender = forms.CharField(
+        label=_("Speaker"),
+        required=False,
+        max_length=ops.MAX_SENDER_CHARS,
+        widget=forms.TextInput(attrs={"list": "speaker-list"}),
+    )
+    tag = forms.CharField(label=_("Tag"), required=False, max_length=ops.MAX_TAG_CHARS)
+    importance = forms.IntegerField(label=_("Minimum importance"), required=False, min_value=1, max_value=5)
+    after = forms.DateTimeField(label=_("From (UTC)"), required=False, widget=datetime_input())
+    before = forms.DateTimeField(label=_("Until (UTC)"), required=False, widget=datetime_input())
+    limit = forms.TypedChoiceField(
+        label=_("Per page"),
+        choices=[(n, n) for n in ops.PAGE_SIZES],
+        coerce=int,
+        required=False,
+        initial=DEFAULT_PAGE_SIZE,
+    )
+    cursor = cursor_field()
+
+    def clean_tag(self) -> str:
+        tag = self.cleaned_data["tag"].strip()
+        if "," in tag:
+            raise forms.ValidationError(_("A tag cannot contain a comma."))
+        return tag
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        after, before = data.get("after"), data.get("before")
+        if after and before and after >= before:
+            self.add_error("before", _("The end of the time range must be after its start."))
+        return data
+
+    @property
+    def chosen_status(self) -> str:
+        return self.cleaned_data.get("status") or STATUS_ACTIVE
+
+    def statuses(self) -> list[str] | None:
+        """None (every status) for "all", else the one status."""
+        return None if self.chosen_status == STATUS_ALL else [self.chosen_status]
+
+    def filters(self) -> dict[str, Any]:
+        """Keyword filters shared by `operations.list_episodes` and `operations.recall`."""
+        data = self.cleaned_data
+        return {
+            "sender_id": data.get("sender") or None,
+            "importance_min": data.get("importance"),
+            "time_after": data.get("after"),
+            "time_before": data.get("before"),
+        }
+
+    @property
+    def searching(self) -> bool:
+        return bool(self.cleaned_data.get("q", "").strip())
+
+
+class BulkActionForm(ConsoleForm):
+    ACTIONS = [("archive", _("Archive")), ("restore", _("Restore")), ("delete", _("Delete"))]
+
+    action = forms.ChoiceField(label=_("Bulk action"), choices=ACTIONS)
+    episode_ids = forms.CharField(required=False)  # replaced by the list in clean_episode_ids
+    confirmed = forms.BooleanField(required=False)
+
+    def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
+        super().__init__(data, *args, **kwargs)
+        self.id_list = data.getlist("episode_ids") if data is not None and hasattr(data, "getlist") else []
+
+    def clean_episode_ids(self) -> list[str]:
+        ids = list(dict.fromkeys(self.id_list))
+        if not ids:
+            raise forms.ValidationError(_("Select at least one episode first."))
+        if len(ids) > MAX_BULK:
+            raise forms.ValidationError(_("Select at most %(max)d episodes at a time.") % {"max": MAX_BULK})
+        if any(not isinstance(i, str) or len(i) != 12 or any(c not in "0123456789abcdef" for c in i) for i in ids):
+            raise forms.ValidationError(_("The selection contains an episode id that is not valid."))
+        return ids
+
+
+def _lines(value: str) -> list[str]:
+    return [line.strip() for line in value.splitlines() if line.strip()]
+
+
+class ProfileForm(ConsoleForm):
+    name = forms.CharField(label=_("Name"), required=False, max_length=ops.MAX_PROFILE_NAME)
+    traits = forms.CharField(
+        label=_("Traits (one per line)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text=_("At most %(n)d traits.") % {"n": ops.MAX_TRAITS},
+    )
+    preferences = forms.CharField(
+        label=_("Preferences (one per line)"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text=_("At most %(n)d preferences.") % {"n": ops.MAX_PREFERENCES},
+    )
+    notes = forms.CharField(
+        label=_("Notes"),
+        required=False,
+        max_length=ops.MAX_NOTES,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text=_("At most %(n)d characters.") % {"n": ops.MAX_NOTES},
+    )
+    sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
+
+    def _items(self, name: str, limit: int) -> list[str]:
+        items = _lines(self.cleaned_data[name])
+        if len(items) > limit:
+            raise forms.ValidationError(
+                _("A profile holds at most %(limit)d entries here; you gave %(count)d.")
+                % {"limit": limit, "count": len(items)}
+            )
+        too_long = [item for item in items if len(item) > ops.MAX_ITEM_CHARS]
+        if too_long:
+            raise forms.ValidationError(
+                _("Each entry may have at most %(n)d characters.") % {"n": ops.MAX_ITEM_CHARS}
+            )
+        return items
+
+    def clean_traits(self) -> list[str]:
+        return self._items("traits", ops.MAX_TRAITS)
+
+    def clean_preferences(self) -> list[str]:
+        return self._items("preferences", ops.MAX_PREFERENCES)
+
+    def profile_data(self) -> dict[str, Any]:
+        data = self.cleaned_data
+        return {
+            "name": data["name"],
+            "traits": data["traits"],
+            "preferences": data["preferences"],
+            "notes": data["notes"],
+        }
+
+    @classmethod
+    def initial_from(cls, data: dict[str, Any], sender_id: str) -> dict[str, Any]:
+        return {
+            "name": data.get("name", ""),
+            "traits": "\n".join(data.get("traits", [])),
+            "preferences": "\n".join(data.get("preferences", [])),
+            "notes": data.get("notes", ""),
+            "sender_id": sender_id,
+        }
+
+
+class RollbackForm(ConsoleForm):
+    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
+
+
+class VersionDiffForm(ConsoleForm):
+    sender = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS)
+    diff_from = forms.IntegerField(label=_("Compare version"), required=False, min_value=1)
+    diff_to = forms.IntegerField(label=_("with version"), required=False, min_value=1)
+    cursor = cursor_field()
+
+
+class AuditFilterForm(ConsoleForm):
+    operation = forms.CharField(label=_("Operation"), required=False, max_length=40)
+    actor = forms.CharField(label=_("Actor"), required=False, max_length=255)
+    cursor = cursor_field()
+
+
+class PageForm(ConsoleForm):
+    cursor = cursor_field()
+
+
+class ExportForm(ConsoleForm):
+    statuses = forms.MultipleChoiceField(
+        label=_("Episode statuses"),
+        choices=[(s, STATUS_LABELS[s]) for s in STATUSES],
+        widget=forms.CheckboxSelectMultiple,
+        initial=list(STATUSES),
+        error_messages={"required": _("Choose at least one status to export.")},
+    )
+    include_audit = forms.BooleanField(label=_("Include the audit log"), required=False)
+
+
+class ImportForm(ConsoleForm):
+    file = forms.FileField(label=_("Export file (JSON)"))
+    format = forms.ChoiceField(label=_("Format"), choices=[("auto", _("Detect automatically"))])
+    bot_uuid = forms.CharField(label=_("Bot UUID"), required=False, max_length=MAX_BOT_UUID)
+    session_name = forms.CharField(label=_("Session name"), max_length=MAX_SESSION_NAME, strip=False)
+    isolation = forms.ChoiceField(label=_("Isolation"), choices=ISOLATION_CHOICES, initial=ISOLATION_SESSION)
+    dry_run = forms.BooleanField(
+        label=_("Dry run: check the file and report what would change, without importing"),
+        required=False,
+        initial=True,
+    )
+
+    def __init__(self, *args: Any, formats: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if formats:
+            self.fields["format"].choices = formats
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["keys"] = derive_scope(data.get("bot_uuid", ""), data.get("session_name"), data.get("isolation"))
+        except MemoryValidationError as exc:
+            self.add_error(exc.field if exc.field in self.fields else None, exc.message)
+        return data

@@ -1,0 +1,78 @@
+"""Small template helpers of the console: times, status pills, JSON blocks, health levels."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+from django.utils.translation import gettext as _
+
+from memconsole.memory.models import STATUS_ACTIVE, STATUSES
+
+register = template.Library()
+
+
+@register.simple_tag
+def timestamp(value: datetime | None) -> str:
+    """<time> in UTC; console.js rewrites the text into the browser's time zone, the title keeps UTC."""
+    if not value:
+        return format_html('<span class="muted">{}</span>', _("no time"))
+    utc = value.astimezone(UTC)
+    text = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return format_html('<time datetime="{}" title="{}">{}</time>', utc.isoformat(), text, text)
+
+
+def status_label(status: str) -> str:
+    labels = {"active": _("Active"), "archived": _("Archived"), "superseded": _("Superseded")}
+    return labels.get(status, labels[STATUS_ACTIVE])
+
+
+@register.simple_tag
+def status_pill(status: str) -> str:
+    status = status if status in STATUSES else STATUS_ACTIVE
+    return format_html('<span class="pill pill-{}">{}</span>', status, status_label(status))
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+HEALTH_LEVELS = {
+    "ok": "green", "green": "green", "pass": "green", "healthy": "green",
+    "warn": "amber", "warning": "amber", "amber": "amber", "degraded": "amber",
+}
+
+
+@register.filter
+def health_level(status: Any) -> str:
+    """green, amber or red for any status word the health check uses (unknown reads as red)."""
+    return HEALTH_LEVELS.get(str(status).lower(), "red")
+
+
+@register.simple_tag
+def health_badge(status: Any) -> str:
+    level = health_level(status)
+    labels = {"green": _("OK"), "amber": _("Warning"), "red": _("Failing")}
+    return format_html('<span class="badge badge-{}">{}</span>', level, labels[level])
+
+
+@register.filter
+def get_item(mapping: Any, key: Any) -> Any:
+    try:
+        return mapping[key]
+    except (KeyError, IndexError, TypeError):
+        return None
+
+
+@register.filter
+def is_mapping(value: Any) -> bool:
+    return isinstance(value, dict)
+
+
+@register.filter
+def is_list(value: Any) -> bool:
+    return isinstance(value, (list, tuple))
