@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import getpass
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from memconsole.memory import imports
+from memconsole.memory.audit import Actor
+from memconsole.memory.errors import MemoryError_, ValidationError
+
+
+class Command(BaseCommand):
+    help = (
+        "Import memory from a file into the scope(s) of one bot, all or nothing. Formats: memconsole (our export), "
+        "langbot (LongTermMemory episodes/profiles export), jw-agents (memory.db, one scope per session_id), "
+        "bot-memory (memory.db facts into --session-name; --include-messages adds each room's messages). "
+        "--dry-run reports what would be imported (per scope, per status, conflicts) and writes nothing."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="the file to import")
+        parser.add_argument("--format", required=True, choices=imports.FORMATS, dest="fmt", help="the file's format")
+        parser.add_argument("--bot-uuid", required=True, help="the target bot (bot-memory: also the agent_id imported)")
+        parser.add_argument(
+            "--session-name",
+            help="the target session: required for bot-memory facts; for memconsole and langbot it replaces the file's own session; "
+            "ignored for jw-agents (each session_id is a session)",
+        )
+        parser.add_argument("--isolation", required=True, choices=["session", "bot"], help="the target scopes' isolation")
+        parser.add_argument("--dry-run", action="store_true", help="check the file and report; write nothing")
+        parser.add_argument("--fernet-key", help="jw-agents: the Fernet key of encrypted rows (default: $JW_MEMORY_KEY)")
+        parser.add_argument("--include-messages", action="store_true", help="bot-memory: also import messages")
+
+    def handle(self, *args: Any, file: str, fmt: str, bot_uuid: str, session_name: str | None, isolation: str,
+               dry_run: bool, fernet_key: str | None, include_messages: bool, **options: Any) -> None:
+        self._shown = False
+        try:
+            report = imports.import_file(
+                file,
+                fmt,
+                bot_uuid=bot_uuid,
+                session_name=session_name,
+                isolation=isolation,
+                actor=Actor.system(f"manage.py import_memory ({getpass.getuser()})"),
+                dry_run=dry_run,
+                fernet_key=fernet_key,
+                include_messages=include_messages,
+                progress=self._progress,
+            )
+        except ValidationError as exc:
+            self._end_progress()
+            raise CommandError(f"{file}: {exc.message}; nothing was imported") from None
+        except MemoryError_ as exc:
+            self._end_progress()
+            raise CommandError(f"{file}: {exc}; nothing was imported") from None
+        self._end_progress()
+        for scope in report.scopes.values():
+            statuses = ", ".join(f"{name} {count}" for name, count in sorted(scope["statuses"].items())) or "no episodes"
+            self.stdout.write(
+                f"  {scope['scope_key']} ({scope['isolation']}): {scope['episodes']} episodes ({statuses}), "
+                f"{scope['profiles']} profiles, {scope['conflicts']} conflicts"
+            )
+        for conflict in report.conflicts:
+            self.stdout.write(f"  conflict: {conflict['where']}: {conflict['reason']}")
+        if report.conflict_count > len(report.conflicts):
+            self.stdout.write(f"  ... and {report.conflict_count - len(report.conflicts)} more conflicts")
+        self.stdout.write(report.summary())
+
+    def _progress(self, stage: str, done: int, total: int) -> None:
+        self._shown = True
+        self.stderr.write(f"\r{stage}: {done}/{total}   ", ending="")
+        self.stderr.flush()
+
+    def _end_progress(self) -> None:
+        if self._shown:
+            self.stderr.write("")
+            self._shown = False
