@@ -14,3 +14,7 @@ urlpatterns = [
     re_path(r"^api(/|$)", api_views.not_found),  # JSON 404 for every other /api path
     path("", include("memconsole.console.urls")),
 ]
+
+# Errors raised outside any view (e.g. a disallowed Host) answer JSON under /api/, HTML elsewhere.
+handler400 = "memconsole.api.views.bad_request"
+handler500 = "memconsole.api.views.server_error"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 
 from memconsole.memory import operations as ops
 from memconsole.memory.models import PROFILE_SESSION, Profile
@@ -146,3 +147,21 @@ def openapi_document(request: HttpRequest) -> JsonResponse:
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Every other path under /api/: a JSON 404, never Django's HTML page."""
     return error_response(404, "not_found", f"no API endpoint at {request.path[:200]}")
+
+
+def _is_api(request: HttpRequest) -> bool:
+    return request.path_info == "/api" or request.path_info.startswith("/api/")
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None, **kwargs: Any) -> HttpResponse:
+    """handler400: errors raised before any view (a disallowed Host, too many fields) stay JSON under /api/."""
+    if _is_api(request):
+        return error_response(400, "bad_request", "bad request")
+    return defaults.bad_request(request, exception, **kwargs)
+
+
+def server_error(request: HttpRequest, **kwargs: Any) -> HttpResponse:
+    """handler500: api_view already answers its own errors; this covers failures outside the views."""
+    if _is_api(request):
+        return error_response(500, "internal_error", "unexpected server error")
+    return defaults.server_error(request, **kwargs)

@@ -278,3 +278,18 @@ def test_it_never_serves_html_errors_under_api(client, api):
         assert response["Content-Type"] == "application/json"
         assert b"<html" not in response.content.lower()
         assert set(json.loads(response.content)) == {"error"}
+
+
+def test_it_answers_json_for_errors_raised_before_any_view(client):
+    response = client.get("/api/v1/openapi.json", headers={"Host": "evil.example"})
+    error_of(response, 400, "bad_request")
+    assert client.get("/", headers={"Host": "evil.example"})["Content-Type"].startswith("text/html")
+
+
+def test_it_answers_json_for_server_errors_under_api(rf):
+    from memconsole.api import views
+
+    response = views.server_error(rf.get("/api/v1/recall"))
+    assert response.status_code == 500 and response["Content-Type"] == "application/json"
+    assert json.loads(response.content)["error"]["code"] == "internal_error"
+    assert views.server_error(rf.get("/"))["Content-Type"].startswith("text/html")
