@@ -277,11 +277,25 @@ class ExportForm(ConsoleForm):
     include_audit = forms.BooleanField(label=_("Include the audit log"), required=False)
 
 
+IMPORT_FORMATS = [
+    ("memconsole", _("memconsole export (JSON)")),
+    ("langbot", _("LangBot LongTermMemory export (JSON)")),
+    ("jw-agents", _("jw-agents memory.db (SQLite)")),
+    ("bot-memory", _("agent-memory memory.db (SQLite)")),
+]
+
+
 class ImportForm(ConsoleForm):
-    file = forms.FileField(label=_("Export file (JSON)"))
-    format = forms.ChoiceField(label=_("Format"), choices=[("auto", _("Detect automatically"))])
+    file = forms.FileField(label=_("File"))
+    format = forms.ChoiceField(label=_("Format"), choices=IMPORT_FORMATS)
     bot_uuid = forms.CharField(label=_("Bot UUID"), required=False, max_length=MAX_BOT_UUID)
-    session_name = forms.CharField(label=_("Session name"), max_length=MAX_SESSION_NAME, strip=False)
+    session_name = forms.CharField(
+        label=_("Session name"),
+        required=False,
+        max_length=MAX_SESSION_NAME,
+        strip=False,
+        help_text=_("Leave empty to keep the sessions named in the file."),
+    )
     isolation = forms.ChoiceField(label=_("Isolation"), choices=ISOLATION_CHOICES, initial=ISOLATION_SESSION)
     dry_run = forms.BooleanField(
         label=_("Dry run: check the file and report what would change, without importing"),
@@ -289,17 +303,21 @@ class ImportForm(ConsoleForm):
         initial=True,
     )
 
-    def __init__(self, *args: Any, formats: list[tuple[str, str]] | None = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, formats: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if formats:
-            self.fields["format"].choices = formats
+            known = dict(IMPORT_FORMATS)
+            self.fields["format"].choices = [(name, known.get(name, name)) for name in formats]
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
             return data
+        session_name = data.get("session_name") or ""
+        if not session_name.strip():
+            data["session_name"] = session_name = ""
         try:
-            data["keys"] = derive_scope(data.get("bot_uuid", ""), data.get("session_name"), data.get("isolation"))
+            derive_scope(data.get("bot_uuid", ""), session_name or "check", data.get("isolation"))
         except MemoryValidationError as exc:
             self.add_error(exc.field if exc.field in self.fields else None, exc.message)
         return data

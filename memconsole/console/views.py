@@ -5,8 +5,6 @@ index or the ciphers themselves."""
 from __future__ import annotations
 
 import difflib
-import json
-from collections.abc import Iterator
 from typing import Any
 
 from django.contrib import messages
@@ -16,7 +14,6 @@ from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
@@ -599,62 +596,19 @@ def audit_log(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpRespon
     return render_screen(request, "console/audit_list.html", "console/_audit_list.html", context, status)
 
 
-def _audit_entry_json(entry: AuditEntry) -> dict[str, Any]:
-    payload = entry.payload
-    return {
-        "audit_id": entry.audit_id,
-        "seq": entry.seq,
-        "timestamp": entry.timestamp.isoformat(),
-        "operation": entry.operation,
-        "scope_key": entry.scope_key,
-        "user_key": entry.user_key,
-        "actor_type": entry.actor_type,
-        "actor": entry.actor,
-        "sender_id": entry.sender_id,
-        "target_type": entry.target_type,
-        "target_id": entry.target_id,
-        "query_id": entry.query_id,
-        "redacted": entry.redacted,
-        "entry_hash": entry.entry_hash,
-        "prev_hash": entry.prev_hash,
-        **payload,
-    }
-
-
-def _stream_audit(keys: ScopeKeys, rows: Any) -> Iterator[str]:
-    """The audit envelope of DESIGN.md §7, one entry at a time (constant memory)."""
-    head = {"version": 1, "exported_at": timezone.now().isoformat(), "scope_key": keys.scope_key, "user_key": keys.user_key}
-    yield json.dumps(head, ensure_ascii=False)[:-1] + ', "entries": ['
-    count = 0
-    for entry in ops.iter_in_batches(rows, batch=500):
-        yield ("," if count else "") + json.dumps(_audit_entry_json(entry), ensure_ascii=False, default=str)
-        count += 1
-    yield f'], "count": {count}}}'
-
-
 @require_POST
 @scope_view(roles.EXPORT)
 def audit_export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    form = forms.AuditFilterForm(request.POST)
-    if not form.is_valid():
-        return _bad_request(request, _("The audit filters are not valid."))
-    operation, actor_filter = form.cleaned_data["operation"].strip(), form.cleaned_data["actor"].strip()
-    with transaction.atomic():
-        audit.append(
-            "audit_export",
-            actor_for(request),
-            scope_key=keys.scope_key,
-            user_key=keys.user_key,
-            target_type="scope",
-            target_id=str(scope.pk),
-            summary="audit log exported",
-            metadata={"operation": operation, "actor": actor_filter},
-        )
-    rows = _audit_rows(keys, operation, actor_filter)
-    response = StreamingHttpResponse(_stream_audit(keys, rows), content_type="application/json; charset=utf-8")
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
-    safe_key = "".join(c if c.isalnum() or c in "-_" else "_" for c in keys.scope_key)[:80]
-    response["Content-Disposition"] = content_disposition_header(True, f"audit-{safe_key}-{stamp}.json")
+    """The scope's whole audit log as the JSON envelope of DESIGN.md §7 (the export is audited)."""
+    from memconsole.memory import exports
+
+    try:
+        chunks = exports.stream_audit_export(keys, actor_for(request))
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+    response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
+    name = exports.export_filename(keys).replace("memconsole-", "memconsole-audit-", 1)
+    response["Content-Disposition"] = content_disposition_header(True, name)
     return response
 
 
@@ -667,21 +621,6 @@ def export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
     return render(request, "console/export_form.html", _scope_context(request, scope, keys, "export", form=forms.ExportForm()))
 
 
-def _prefetched(chunks: Iterator[str]) -> Iterator[str]:
-    """Pull the first chunk now, so that a refusal raises before the response starts."""
-    iterator = iter(chunks)
-    try:
-        first = next(iterator)
-    except StopIteration:
-        return iter(())
-
-    def rest() -> Iterator[str]:
-        yield first
-        yield from iterator
-
-    return rest()
-
-
 @require_POST
 @scope_view(roles.EXPORT)
 def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
@@ -692,13 +631,11 @@ def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> Http
         context = _scope_context(request, scope, keys, "export", form=form)
         return render(request, "console/export_form.html", context, status=400)
     try:
-        chunks = _prefetched(
-            exports.stream_scope_export(
-                keys,
-                actor_for(request),
-                statuses=form.cleaned_data["statuses"],
-                include_audit=form.cleaned_data["include_audit"],
-            )
+        chunks = exports.stream_scope_export(
+            keys,
+            actor_for(request),
+            statuses=form.cleaned_data["statuses"],
+            include_audit=form.cleaned_data["include_audit"],
         )
     except MemoryValidationError as exc:
         form.add_error(None, exc.message)
@@ -710,23 +647,18 @@ def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> Http
     return response
 
 
-def _import_formats() -> list[tuple[str, str]] | None:
-    try:
-        from memconsole.memory import imports
-    except ImportError:
-        return None
-    names = getattr(imports, "FORMATS", None)
-    if not names:
-        return None
-    return [(name, name) for name in names]
+def _import_formats() -> list[str] | None:
+    from memconsole.memory import imports
+
+    return list(getattr(imports, "FORMATS", ())) or None
 
 
 @require_http_methods(["GET", "POST"])
 @console_view
 def import_upload(request: HttpRequest) -> HttpResponse:
+    """Upload a file into a target space; a dry run (the default) reports without writing."""
     require_perm(request.user, roles.VIEW)
     require_perm(request.user, roles.IMPORT)
-    formats = _import_formats()
     if request.method == "GET":
         initial: dict[str, Any] = {"dry_run": True}
         scope = None
@@ -734,21 +666,25 @@ def import_upload(request: HttpRequest) -> HttpResponse:
             scope = visible_scopes(request.user).filter(pk=int(request.GET["scope"])).first()
         if scope is not None:
             initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
-        return render(request, "console/import_form.html", {"form": forms.ImportForm(initial=initial, formats=formats)})
-    form = forms.ImportForm(request.POST, request.FILES, formats=formats)
-    report, target, status = None, None, 400
+        form = forms.ImportForm(initial=initial, formats=_import_formats())
+        return render(request, "console/import_form.html", {"form": form})
+    form = forms.ImportForm(request.POST, request.FILES, formats=_import_formats())
+    report, targets, status = None, [], 400
     if form.is_valid():
-        keys = form.cleaned_data["keys"]
-        if not may_use_bot(request.user, keys.bot_uuid):
+        if not may_use_bot(request.user, form.cleaned_data["bot_uuid"]):
             form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
         else:
-            report, status = _run_import(request, form, keys)
-            target = Scope.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation).first()
-    context = {"form": form, "report": report, "target": target}
+            report, status = _run_import(request, form)
+    if report and not report.get("dry_run"):
+        for item in report.get("scopes", []):
+            row = Scope.objects.filter(scope_key=item.get("scope_key"), isolation=item.get("isolation")).first()
+            if row is not None:
+                targets.append(row)
+    context = {"form": form, "report": report, "targets": targets}
     return render_screen(request, "console/import_form.html", "console/_import_report.html", context, status)
 
 
-def _run_import(request: HttpRequest, form: forms.ImportForm, keys: ScopeKeys) -> tuple[dict[str, Any] | None, int]:
+def _run_import(request: HttpRequest, form: forms.ImportForm) -> tuple[dict[str, Any] | None, int]:
     from memconsole.memory import imports
 
     data = form.cleaned_data
@@ -756,9 +692,9 @@ def _run_import(request: HttpRequest, form: forms.ImportForm, keys: ScopeKeys) -
         report = imports.import_upload(
             data["file"],
             data["format"],
-            bot_uuid=keys.bot_uuid,
-            session_name=keys.session_name,
-            isolation=keys.isolation,
+            bot_uuid=data["bot_uuid"],
+            session_name=data["session_name"] or None,
+            isolation=data["isolation"],
             actor=actor_for(request),
             dry_run=data["dry_run"],
         )
@@ -766,7 +702,8 @@ def _run_import(request: HttpRequest, form: forms.ImportForm, keys: ScopeKeys) -
         form.add_error("file", exc.message)
         return None, 400
     except MemoryPermissionDenied:
-        raise PermissionDenied from None
+        form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
+        return None, 400
     return report.as_dict(), 200
 
 

@@ -1,0 +1,96 @@
+"""Login, logout, the login rate limit, the language switcher and the page chrome."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from tests.conftest import PASSWORD
+
+pytestmark = pytest.mark.django_db
+
+
+def test_it_shows_the_login_form_with_its_accessible_names(client):
+    response = client.get("/accounts/login/")
+    html = response.content.decode()
+    assert response.status_code == 200
+    assert re.search(r'<label for="id_username">Username</label>', html)
+    assert re.search(r'<label for="id_password">Password</label>', html)
+    assert re.search(r'<button type="submit">Log in</button>', html)
+
+
+def test_it_logs_in_and_lands_on_the_overview(client, viewer):
+    response = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, follow=True)
+    assert response.redirect_chain[-1][0] == "/"
+    assert "Memory spaces" in response.content.decode()
+
+
+def test_it_shows_an_inline_error_for_a_wrong_password(client, viewer):
+    response = client.post("/accounts/login/", {"username": "viewer", "password": "wrong"})
+    assert response.status_code == 200
+    assert 'class="form-errors" role="alert"' in response.content.decode()
+
+
+def test_it_locks_an_account_out_after_repeated_failures(client, viewer, settings):
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        client.post("/accounts/login/", {"username": "viewer", "password": "wrong"})
+    response = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD})
+    assert response.status_code == 429
+    assert "Too many failed logins" in response.content.decode()
+    assert b"<html" in response.content
+
+
+def test_it_logs_out_with_a_post_button(viewer_client):
+    page = viewer_client.get("/").content.decode()
+    assert re.search(r'action="/accounts/logout/">\s*<input type="hidden" name="csrfmiddlewaretoken"[^>]*>\s*<button type="submit" class="secondary">Log out</button>', page)
+    response = viewer_client.post("/accounts/logout/")
+    assert response.status_code == 302
+    assert viewer_client.get("/").status_code == 302
+
+
+def test_it_refuses_logout_by_get(viewer_client):
+    assert viewer_client.get("/accounts/logout/").status_code == 405
+
+
+def test_it_enforces_csrf_on_login(viewer):
+    client = Client(enforce_csrf_checks=True)
+    assert client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}).status_code == 403
+
+
+def test_it_switches_language_and_remembers_it(viewer_client):
+    response = viewer_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
+    assert response.status_code == 302 and response["Location"] == "/"
+    page = viewer_client.get("/").content.decode()
+    assert '<html lang="zh-hans">' in page
+    response = viewer_client.post("/i18n/setlang/", {"language": "es", "next": "/"})
+    assert '<html lang="es">' in viewer_client.get("/").content.decode()
+
+
+def test_it_offers_every_language_in_the_switcher(viewer_client):
+    page = viewer_client.get("/").content.decode()
+    assert '<label for="language-select">Language</label>' in page
+    for code in ("en", "zh-hans", "es"):
+        assert f'<option value="{code}"' in page
+    assert 'action="/i18n/setlang/"' in page
+
+
+def test_it_loads_htmx_and_sends_the_csrf_token_once_on_the_body(viewer_client):
+    page = viewer_client.get("/").content.decode()
+    assert "django_htmx/htmx-2.min.js" in page
+    assert re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"[^\"]+\"\}'", page)
+    assert "cdn" not in page.lower()
+
+
+def test_it_has_a_theme_toggle_and_its_scripts(viewer_client):
+    page = viewer_client.get("/").content.decode()
+    assert 'id="theme-toggle"' in page and 'aria-pressed="false"' in page and ">Dark theme</button>" in page
+    assert "console/theme.js" in page and "console/console.js" in page and "console/console.css" in page
+
+
+def test_it_serves_the_static_files(viewer_client):
+    for name in ("console/console.css", "console/console.js", "console/theme.js"):
+        from django.contrib.staticfiles import finders
+
+        assert finders.find(name), name
