@@ -118,3 +118,19 @@ def test_it_lets_the_admin_role_revoke_but_not_a_viewer(admin_user, viewer, toke
         client.post("/admin/memory/bottoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
         token.refresh_from_db()
         assert (token.revoked_at is not None) is allowed
+
+
+def test_it_shows_grants_scopes_and_audit_in_the_admin(api):
+    from django.test import Client
+
+    admin_client = Client()
+    admin_client.force_login(User.objects.create_superuser("root", password="x"))
+    assert api.post("remember", {**SCOPE_A, "content": "visible in the admin"}).status_code == 201
+    for url in ("/admin/memory/botgrant/", "/admin/memory/scope/", "/admin/memory/auditentry/"):
+        response = admin_client.get(url)
+        assert response.status_code == 200, url
+    assert b"bot-a:group_100" in admin_client.get("/admin/memory/scope/").content
+    entry = AuditEntry.objects.get(operation="remember")
+    page = admin_client.get(f"/admin/memory/auditentry/{entry.pk}/change/")
+    assert page.status_code == 200 and b"visible in the admin" not in page.content  # no payloads here
+    assert admin_client.post(f"/admin/memory/auditentry/{entry.pk}/delete/").status_code == 403
