@@ -1,28 +1,283 @@
-"""Erasure of one person (issue 5). Work in progress."""
+"""Erasure of one person (DESIGN.md §6, issue 5).
+
+`erase_subject(sender_id)` removes, across every scope (or every scope of one bot):
+- their speaker profiles, with every version;
+- the episodes they sent, from the database and the vector index;
+- the injection snapshots where they were the speaker, and their episodes inside other
+  snapshots (the episode list and the rendered "Relevant memories" block are rewritten);
+- their content in the audit log: every entry about them (sender_id = theirs, their profile or
+  their episodes, or a payload naming them) gets its payload redacted, and the structural fields
+  that name them (sender_id, target_id "speaker:<id>") are replaced by a keyed digest
+  (`audit.erase_identifiers`); the chain still verifies;
+and writes one audited receipt with the counts, naming the person only by that keyed digest.
+
+Deleting is not enough to remove bytes from disk, so afterwards:
+- each vector collection that held their episodes is rebuilt (a copy of the remaining vectors
+  replaces it: chromadb's delete only marks HNSW entries deleted), and embedded Chroma is
+  compacted (orphaned segment folders removed, chroma.sqlite3 vacuumed);
+- a SQLite database is vacuumed and its WAL truncated. On PostgreSQL, deleted row versions stay in
+  the table files until `VACUUM FULL` (not run automatically: it locks the tables); backups and
+  WAL archives are outside memconsole's reach. A Chroma server is compacted on its own host.
+
+Limits: content that *other* people wrote about the person, and session names that embed their id
+(LangBot's `person_<id>` sessions), are not found by sender id; erase such a scope as a whole. With
+embedded Chroma, run erasure where the web server runs (the console action) or stop the server
+first: two processes must not write one Chroma folder. `dry_run=True` counts and writes nothing.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import logging
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from memconsole.lib import vectors
+
+from . import audit, operations
 from .audit import Actor
+from .errors import PermissionDenied, ValidationError
+from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion, canonical_json
+
+log = logging.getLogger("memconsole.memory")
+
+BATCH = 1000
+MEMORIES_BLOCK = "[Relevant memories]"
 
 
 @dataclass
 class ErasureReport:
     dry_run: bool
+    subject_digest: str = ""
+    bot_uuid: str = ""
     episodes: int = 0
     profiles: int = 0
     profile_versions: int = 0
     snapshots_deleted: int = 0
     snapshots_redacted: int = 0
     audit_redacted: int = 0
+    scopes: int = 0
     collections_rebuilt: int = 0
+    vector_index: dict[str, Any] = field(default_factory=dict)
+    database: dict[str, Any] = field(default_factory=dict)
+    receipt_audit_id: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        raise NotImplementedError
+        return asdict(self)
+
+    @property
+    def total(self) -> int:
+        return self.episodes + self.profiles + self.snapshots_deleted + self.snapshots_redacted + self.audit_redacted
+
+    def summary(self) -> str:
+        verb = "would erase" if self.dry_run else "erased"
+        text = (
+            f"{verb} {self.episodes} episodes, {self.profiles} speaker profiles ({self.profile_versions} versions), "
+            f"{self.snapshots_deleted} snapshots; {'would redact' if self.dry_run else 'redacted'} "
+            f"{self.snapshots_redacted} snapshots and {self.audit_redacted} audit entries"
+        )
+        if not self.dry_run:
+            text += f"; {self.collections_rebuilt} vector collections rebuilt"
+        return text
+
+
+def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
+    if not isinstance(sender_id, str) or not sender_id.strip():
+        raise ValidationError("sender_id is required", field="sender_id")
+    if len(sender_id) > operations.MAX_SENDER_CHARS or "\x00" in sender_id:
+        raise ValidationError("sender_id is not a valid sender id", field="sender_id")
+    if bot_uuid is not None and not isinstance(bot_uuid, str):
+        raise ValidationError("bot_uuid must be a string", field="bot_uuid")
+    bot_uuid = (bot_uuid or "").strip()
+    if ":" in bot_uuid:
+        raise ValidationError("bot_uuid may not contain ':'", field="bot_uuid")
+    if actor.bot_uuids is not None and (not bot_uuid or bot_uuid not in actor.bot_uuids):
+        raise PermissionDenied("this actor may only erase within its own bots (give one of them)")
+    return sender_id, bot_uuid
+
+
+def _in_bot(bot_uuid: str) -> Q:
+    """Rows keyed by scope_key/user_key that belong to one bot ('' = every bot)."""
+    if not bot_uuid:
+        return Q()
+    return Q(scope_key__startswith=f"{bot_uuid}:") | Q(user_key=f"bot:{bot_uuid}")
+
+
+def _quoted(sender_id: str) -> str:
+    """How the id appears as a JSON string value in a stored payload (canonical_json)."""
+    return json.dumps(sender_id, ensure_ascii=False)
+
+
+def _render_memories(episodes: list[dict[str, Any]]) -> str:
+    rows = []
+    for episode in episodes:
+        stamp = episode.get("timestamp") or ""
+        when = stamp[:10] if stamp else "undated"
+        by = episode.get("sender_name") or episode.get("sender_id") or "unknown"
+        rows.append(f"- ({when}) {by}: {episode.get('content', '')}")
+    return MEMORIES_BLOCK + "\n" + "\n".join(rows)
+
+
+def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[str]) -> dict[str, Any] | None:
+    """The snapshot payload without the person's episodes, or None when they are not in it."""
+    episodes = payload.get("episodes") or []
+    kept = [
+        e
+        for e in episodes
+        if not (isinstance(e, dict) and (e.get("sender_id") == sender_id or e.get("episode_id") in episode_ids))
+    ]
+    if len(kept) == len(episodes):
+        return None
+    blocks = [b for b in payload.get("system_blocks") or [] if not str(b).startswith(MEMORIES_BLOCK)]
+    if kept:
+        blocks.append(_render_memories(kept))
+    return {**payload, "episodes": kept, "system_blocks": blocks}
+
+
+def _snapshots_to_rewrite(sender_id: str, episode_ids: set[str], bot_uuid: str):
+    """(snapshot, new payload) for every other snapshot that holds the person's episodes."""
+    quoted = _quoted(sender_id)
+    candidates = InjectionSnapshot.objects.filter(_in_bot(bot_uuid)).exclude(speaker_id=sender_id)
+    candidates = candidates.filter(Q(encrypted=True) | Q(payload_stored__contains=quoted))
+    for snapshot in operations.iter_in_batches(candidates, BATCH):
+        rewritten = _without_subject(snapshot.payload, sender_id, episode_ids)
+        if rewritten is not None:
+            yield snapshot, rewritten
+
+
+def _audit_to_redact(sender_id: str, targets: set[str], bot_uuid: str):
+    """Audit entries about the person: by sender, by target, or naming them in the payload."""
+    quoted = _quoted(sender_id)
+    entries = AuditEntry.objects.filter(_in_bot(bot_uuid)) if bot_uuid else AuditEntry.objects.all()
+    for entry in operations.iter_in_batches(entries, BATCH):
+        if entry.sender_id == sender_id or entry.target_id in targets:
+            yield entry
+        elif not entry.redacted:
+            text = canonical_json(entry.payload) if entry.encrypted else entry.payload_stored
+            if quoted in text:
+                yield entry
 
 
 def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, dry_run: bool = False) -> ErasureReport:
-    """Remove every trace of one person (see module docstring)."""
-    raise NotImplementedError
+    """Remove every trace of one person (see the module docstring); `dry_run` only counts.
+
+    Raises `ValidationError` for a bad sender id, `PermissionDenied` for an actor limited to other
+    bots. Returns the counts; with `dry_run=False` also the receipt's audit id.
+    """
+    sender_id, bot_uuid = _check(sender_id, bot_uuid, actor)
+    report = ErasureReport(dry_run=dry_run, subject_digest=audit.subject_digest(sender_id), bot_uuid=bot_uuid)
+    episodes = Episode.objects.filter(sender_id=sender_id)
+    if bot_uuid:
+        episodes = episodes.filter(bot_uuid=bot_uuid)
+    profiles = Profile.objects.filter(type=PROFILE_SPEAKER, sender_id=sender_id).filter(
+        Q(scope_key__startswith=f"{bot_uuid}:") if bot_uuid else Q()
+    )
+    speaker_snapshots = InjectionSnapshot.objects.filter(_in_bot(bot_uuid), speaker_id=sender_id)
+
+    with transaction.atomic():
+        episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
+        episode_ids = {row[1] for row in episode_rows}
+        user_keys = sorted({row[2] for row in episode_rows})
+        profile_pks = list(profiles.values_list("pk", flat=True))
+        report.episodes = len(episode_rows)
+        report.profiles = len(profile_pks)
+        report.profile_versions = ProfileVersion.objects.filter(profile_id__in=profile_pks).count()
+        report.snapshots_deleted = speaker_snapshots.count()
+        report.scopes = len(set(user_keys) | set(profiles.values_list("scope_key", flat=True)))
+        rewrites = list(_snapshots_to_rewrite(sender_id, episode_ids, bot_uuid))
+        report.snapshots_redacted = len(rewrites)
+        targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
+        to_redact = list(_audit_to_redact(sender_id, targets, bot_uuid))
+        report.audit_redacted = len(to_redact)
+        if dry_run:
+            return report
+
+        now = timezone.now()
+        replacement = {"redacted": "erasure", "redacted_at": now.isoformat()}
+        for entry in to_redact:
+            if not entry.redacted or entry.payload != replacement:
+                audit.redact(entry, replacement)
+            audit.erase_identifiers(
+                entry,
+                sender_id=entry.sender_id == sender_id,
+                target_id=entry.target_id == f"{PROFILE_SPEAKER}:{sender_id}",
+            )
+        for snapshot, payload in rewrites:
+            snapshot.set_payload(payload)
+            blocks = payload.get("system_blocks", [])
+            snapshot.episode_count = len(payload.get("episodes", []))
+            snapshot.block_count = len(blocks)
+            snapshot.injected = bool(blocks)
+            snapshot.injection_chars = sum(len(block) for block in blocks)
+            snapshot.save(
+                update_fields=["payload_stored", "encrypted", "episode_count", "block_count", "injected", "injection_chars"]
+            )
+        speaker_snapshots.delete()
+        ProfileVersion.objects.filter(profile_id__in=profile_pks).delete()
+        Profile.objects.filter(pk__in=profile_pks).delete()
+        pks = [row[0] for row in episode_rows]
+        for start in range(0, len(pks), BATCH):
+            Episode.objects.filter(pk__in=pks[start : start + BATCH]).delete()
+        for user_key in user_keys:
+            operations.recount(user_key)
+        receipt = audit.append(
+            "erase_subject",
+            actor,
+            target_type="subject",
+            target_id=audit.ERASED_PREFIX + report.subject_digest,
+            summary=f"erased a person: {report.episodes} episodes, {report.profiles} profiles, "
+            f"{report.snapshots_deleted + report.snapshots_redacted} snapshots, {report.audit_redacted} audit entries",
+            metadata={
+                "subject_digest": report.subject_digest,
+                "bot_uuid": bot_uuid or "*",
+                "episodes": report.episodes,
+                "profiles": report.profiles,
+                "profile_versions": report.profile_versions,
+                "snapshots_deleted": report.snapshots_deleted,
+                "snapshots_redacted": report.snapshots_redacted,
+                "audit_redacted": report.audit_redacted,
+                "scopes": report.scopes,
+            },
+        )
+        report.receipt_audit_id = receipt.audit_id
+
+    report.vector_index = _purge_vectors(user_keys, sorted(episode_ids), report)
+    report.database = compact_database()
+    return report
+
+
+def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: ErasureReport) -> dict[str, Any]:
+    """Delete the person's vectors, rebuild the collections that held them, compact the index."""
+    ids = set(episode_ids)
+    try:
+        for user_key in user_keys:
+            present = [i for i in vectors.all_ids(user_key) if i in ids]
+            if present:
+                vectors.delete(user_key, present)
+            vectors.rebuild_collection(user_key)
+            report.collections_rebuilt += 1
+        return {"ok": True, **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"})}
+    except (vectors.VectorIndexError, OSError) as exc:
+        log.exception("erasure: the vector index was not fully purged")
+        return {"ok": False, "error": str(exc)}
+
+
+def compact_database() -> dict[str, Any]:
+    """Make deleted rows' bytes leave the database file (SQLite: VACUUM and truncate the WAL)."""
+    if connection.vendor != "sqlite":
+        return {"compacted": False, "reason": f"{connection.vendor}: run VACUUM FULL on the memory tables to rewrite their files"}
+    if connection.in_atomic_block:
+        return {"compacted": False, "reason": "inside a transaction"}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM")
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy = cursor.fetchone()[0]
+    except Exception as exc:  # a busy database: erasure is done, compaction can be repeated
+        log.exception("erasure: VACUUM failed")
+        return {"compacted": False, "reason": str(exc)}
+    return {"compacted": not busy, "reason": "" if not busy else "the WAL is in use by another connection"}

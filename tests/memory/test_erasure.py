@@ -1,0 +1,257 @@
+"""Erasure of one person: profiles, episodes, snapshots, audit payloads, vectors; the chain verifies.
+
+The last test runs the real commands in a subprocess on file-based SQLite and embedded Chroma and
+searches every file byte for the person's id and content."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from memconsole.lib import vectors
+from memconsole.memory import audit, erasure
+from memconsole.memory import operations as ops
+from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.errors import PermissionDenied, ValidationError
+from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, InjectionSnapshot, Profile, ProfileVersion
+from tests.conftest import MODEL_DIR
+
+pytestmark = pytest.mark.django_db
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def world(scope_with_episodes, keys, other_keys, system):
+    """u1 (Alice) in two bots, with a profile, snapshots as speaker, and episodes inside Bob's snapshot."""
+    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["loves Beijing"])
+    ops.update_profile(keys, system, "speaker", "u1", add_preferences=["aisle seat"])
+    ops.update_profile(keys, system, "speaker", "u2", name="Bob")
+    ops.remember(other_keys, system, "Alice keeps bees in bot b", sender_id="u1", sender_name="Alice")
+    ops.update_profile(other_keys, system, "speaker", "u1", name="Alice B")
+    alice_snapshot = ops.record_injection(keys, system, "trip to Beijing", sender_id="u1", sender_name="Alice", top_k=5)
+    bob_snapshot = ops.record_injection(keys, system, "Beijing trip and dumplings", sender_id="u2", sender_name="Bob", top_k=5)
+    assert any(e["sender_id"] == "u1" for e in bob_snapshot.snapshot.payload["episodes"])
+    return {"alice_snapshot": alice_snapshot.snapshot, "bob_snapshot": bob_snapshot.snapshot}
+
+
+def test_it_counts_first_with_a_dry_run_and_changes_nothing(world, system):
+    before = (Episode.objects.count(), Profile.objects.count(), InjectionSnapshot.objects.count(), AuditEntry.objects.count())
+    payloads = list(AuditEntry.objects.order_by("seq").values_list("payload_stored", flat=True))
+
+    report = erasure.erase_subject("u1", actor=system, dry_run=True)
+
+    assert report.dry_run
+    assert (report.episodes, report.profiles, report.profile_versions) == (3, 2, 3)
+    assert (report.snapshots_deleted, report.snapshots_redacted) == (1, 1)
+    assert report.audit_redacted > 0 and report.receipt_audit_id == ""
+    assert (Episode.objects.count(), Profile.objects.count(), InjectionSnapshot.objects.count(), AuditEntry.objects.count()) == before
+    assert list(AuditEntry.objects.order_by("seq").values_list("payload_stored", flat=True)) == payloads
+
+
+def test_it_erases_a_person_everywhere_and_keeps_the_chain(world, keys, other_keys, system):
+    u1_ids = set(Episode.objects.filter(sender_id="u1").values_list("episode_id", flat=True))
+    bob_ids = set(Episode.objects.filter(sender_id="u2").values_list("episode_id", flat=True))
+
+    report = erasure.erase_subject("u1", actor=system)
+
+    assert (report.episodes, report.profiles, report.profile_versions) == (3, 2, 3)
+    assert not Episode.objects.filter(sender_id="u1").exists()
+    assert set(Episode.objects.values_list("episode_id", flat=True)) == bob_ids
+    assert not Profile.objects.filter(sender_id="u1").exists() and not ProfileVersion.objects.filter(profile__sender_id="u1").exists()
+    assert ops.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob"
+    # snapshots: Alice's is gone, Bob's no longer holds her episodes nor her rendered memory
+    assert not InjectionSnapshot.objects.filter(snapshot_id=world["alice_snapshot"].snapshot_id).exists()
+    bob = InjectionSnapshot.objects.get(snapshot_id=world["bob_snapshot"].snapshot_id)
+    assert {e["sender_id"] for e in bob.payload["episodes"]} == {"u2"}
+    assert "Alice" not in json.dumps(bob.payload) and "Beijing next month" not in json.dumps(bob.payload)
+    assert bob.episode_count == len(bob.payload["episodes"]) and "My favourite food is dumplings" in bob.payload["system_blocks"][-1]
+    # vectors
+    assert not set(vectors.all_ids(keys.user_key)) & u1_ids
+    assert set(vectors.all_ids(keys.user_key)) == bob_ids
+    assert vectors.all_ids(other_keys.user_key) == []
+    assert ops.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"  # the rebuilt index still answers
+    # counters
+    counts = EpisodeCounts.objects.get(user_key=keys.user_key)
+    assert (counts.active, counts.archived) == (2, 0)
+    # audit: nothing names u1 or holds her content; the chain verifies; one receipt
+    for entry in AuditEntry.objects.all():
+        text = json.dumps(entry.payload, ensure_ascii=False)
+        assert '"u1"' not in text and "Beijing next month" not in text and "bees" not in text
+        assert entry.sender_id != "u1" and entry.target_id != "speaker:u1"
+    assert verify_audit_chain().ok
+    receipt = AuditEntry.objects.get(operation="erase_subject")
+    assert receipt.audit_id == report.receipt_audit_id
+    assert receipt.payload["metadata"]["subject_digest"] == audit.subject_digest("u1") == report.subject_digest
+    assert receipt.payload["metadata"]["episodes"] == 3
+    redacted = AuditEntry.objects.filter(redacted=True)
+    assert redacted.count() == report.audit_redacted
+    assert redacted.filter(sender_id=audit.ERASED_PREFIX + audit.subject_digest("u1")).exists()
+
+
+def test_it_erases_within_one_bot_only(world, keys, other_keys, system):
+    report = erasure.erase_subject("u1", bot_uuid="bot-b", actor=system)
+
+    assert (report.episodes, report.profiles) == (1, 1)
+    assert list(Episode.objects.filter(sender_id="u1").values_list("bot_uuid", flat=True).distinct()) == ["bot-a"]
+    assert Profile.objects.filter(sender_id="u1", scope_key=keys.scope_key).exists()
+    assert not Profile.objects.filter(sender_id="u1", scope_key=other_keys.scope_key).exists()
+    assert InjectionSnapshot.objects.filter(speaker_id="u1").exists()
+    assert verify_audit_chain().ok
+
+
+def test_it_erases_under_encryption(settings, keys, system):
+    from cryptography.fernet import Fernet
+
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    ops.remember(keys, system, "sealed diary entry of u9", sender_id="u9")
+    ops.remember(keys, system, "someone else's note", sender_id="u8")
+    ops.record_injection(keys, system, "diary entry", sender_id="u8", top_k=5)
+
+    report = erasure.erase_subject("u9", actor=system)
+
+    assert report.episodes == 1 and report.snapshots_redacted == 1
+    snapshot = InjectionSnapshot.objects.get()
+    assert snapshot.encrypted and "u9" not in json.dumps(snapshot.payload)
+    assert verify_audit_chain().ok
+
+
+def test_it_refuses_bad_input_and_foreign_bots(db):
+    with pytest.raises(ValidationError):
+        erasure.erase_subject("  ", actor=Actor.system())
+    limited = Actor("token", "t", frozenset({"bot-a"}))
+    with pytest.raises(PermissionDenied):
+        erasure.erase_subject("u1", actor=limited)
+    with pytest.raises(PermissionDenied):
+        erasure.erase_subject("u1", bot_uuid="bot-b", actor=limited)
+
+
+def test_it_erases_from_the_command_line(world, capsys):
+    call_command("erase_subject", "--sender-id", "u1", "--dry-run")
+    assert "would erase 3 episodes, 2 speaker profiles (3 versions), 1 snapshots" in capsys.readouterr().out
+    assert Episode.objects.filter(sender_id="u1").count() == 3
+
+    call_command("erase_subject", "--sender-id", "u1")
+    out = capsys.readouterr()
+    assert "erased 3 episodes" in out.out and "(receipt " in out.out
+    assert "collections rebuilt" in out.err
+    assert not Episode.objects.filter(sender_id="u1").exists()
+
+    with pytest.raises(CommandError, match="sender_id is required"):
+        call_command("erase_subject", "--sender-id", "")
+
+
+# --- no trace on disk ---------------------------------------------------------------------------
+
+SUBJECT = "subject-7f3a9e"
+MARKERS = ["Zanzibar-marker-9931", "秘密花园-标记"]
+
+SETUP = f"""
+from memconsole.memory import operations as ops
+from memconsole.memory.audit import Actor
+from memconsole.memory.scopes import derive_scope
+actor = Actor.system("setup")
+group = derive_scope("bot-a", "group_100", "session")
+shared = derive_scope("bot-a", "group_200", "bot")
+ops.remember(group, actor, "I will sail to {MARKERS[0]} in May", tags=["travel"], sender_id="{SUBJECT}", sender_name="Erin")
+ops.remember(group, actor, "我的{MARKERS[1]}在城东", sender_id="{SUBJECT}", sender_name="Erin")
+ops.remember(shared, actor, "{MARKERS[0]} ferry times are on the board", sender_id="{SUBJECT}", sender_name="Erin")
+for n in range(30):
+    ops.remember(group, actor, f"ordinary group note number {{n}} about lunch", sender_id="other-9", sender_name="Olaf")
+ops.update_profile(group, actor, "speaker", "{SUBJECT}", name="Erin", notes="visits {MARKERS[0]}")
+ops.update_profile(group, actor, "speaker", "{SUBJECT}", add_traits=["sails"])
+ops.record_injection(group, actor, "sailing plans", sender_id="{SUBJECT}", sender_name="Erin", top_k=5)
+ops.record_injection(group, actor, "sail to Zanzibar ferry", sender_id="other-9", sender_name="Olaf", top_k=10)
+ops.archive(group, actor, [e.episode_id for e in ops.list_episodes(group, sender_id="{SUBJECT}").episodes][:1])
+"""
+
+CHECK = """
+import json
+from memconsole.memory import exports
+from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.scopes import derive_scope
+from memconsole.memory.models import InjectionSnapshot
+actor = Actor.system("check")
+for keys, name in ((derive_scope("bot-a", "group_100", "session"), "group"), (derive_scope("bot-a", "group_200", "bot"), "shared")):
+    with open(f"{out}/{name}.json", "w", encoding="utf-8") as handle:
+        handle.writelines(exports.stream_scope_export(keys, actor, include_audit=True))
+with open(f"{out}/snapshots.json", "w", encoding="utf-8") as handle:
+    json.dump([s.payload for s in InjectionSnapshot.objects.all()], handle, ensure_ascii=False)
+report = verify_audit_chain()
+print("CHAIN", report.ok, report)
+"""
+
+
+def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _needles() -> list[bytes]:
+    texts = [SUBJECT, *MARKERS]
+    out = []
+    for text in texts:
+        out.append(text.encode("utf-8"))
+        out.append(json.dumps(text).strip('"').encode("ascii"))  # \\u-escaped form, for CJK
+    return out
+
+
+def _files_holding(folder: Path, needles: list[bytes]) -> dict[str, list[bytes]]:
+    found: dict[str, list[bytes]] = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            hits = [needle for needle in needles if needle in data]
+            if hits:
+                found[str(path.relative_to(folder))] = hits
+    return found
+
+
+def test_it_leaves_no_trace_in_database_index_exports_or_snapshots(tmp_path):
+    database = tmp_path / "memconsole.sqlite3"
+    chroma = tmp_path / "chroma"
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "CHROMA_PATH": str(chroma),
+        "CHROMA_HOST": "",
+        "MEMCONSOLE_MODEL_DIR": str(MODEL_DIR),
+        "MEMCONSOLE_VAR_DIR": str(tmp_path / "var"),
+        "MEMCONSOLE_FERNET_KEYS": "",
+        "MEMCONSOLE_SNAPSHOT_RETENTION_DAYS": "0",
+        "SECRET_KEY": "erasure-test-secret-key-of-reasonable-length-0123456789",
+    }
+    env.pop("MEMCONSOLE_ENV", None)
+    _manage(env, "migrate", "--verbosity", "0")
+    _manage(env, "shell", "-c", SETUP)
+    needles = _needles()
+    before = _files_holding(tmp_path, needles)
+    assert any(name.startswith("memconsole.sqlite3") for name in before), before  # the test can see the data
+    assert any(name.startswith("chroma") for name in before), before
+
+    dry = _manage(env, "erase_subject", "--sender-id", SUBJECT, "--dry-run")
+    assert "would erase 3 episodes, 1 speaker profiles (2 versions), 1 snapshots" in dry.stdout
+    erased = _manage(env, "erase_subject", "--sender-id", SUBJECT)
+    assert "erased 3 episodes" in erased.stdout
+    assert "collections rebuilt, compacted; database: compacted" in erased.stderr, erased.stderr
+    checked = _manage(env, "shell", "-c", f"out = {str(out)!r}\n" + CHECK)
+
+    assert "CHAIN True" in checked.stdout, checked.stdout
+    assert _files_holding(tmp_path, needles) == {}
+    group = json.loads((out / "group.json").read_text(encoding="utf-8"))
+    assert group["episodes"]["count"] == 30 and group["profiles"]["count"] == 0
+    assert "erase_subject" not in {e["operation"] for e in group["audit"]["entries"]}  # the receipt belongs to no scope
+    assert any(e["redacted"] for e in group["audit"]["entries"])
+    snapshots = json.loads((out / "snapshots.json").read_text(encoding="utf-8"))
+    assert len(snapshots) == 1 and snapshots[0]["speaker"]["id"] == "other-9"
