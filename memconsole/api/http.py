@@ -23,8 +23,9 @@ from functools import wraps
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.views.decorators.csrf import csrf_exempt
 
 from memconsole.lib.vectors import VectorIndexError
@@ -196,7 +197,12 @@ def read_json(request: HttpRequest) -> dict[str, Any]:
         raise ApiError(400, "bad_request", "Content-Length is not a number") from None
     if declared > limit:
         raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes")
-    body = request.body
+    try:
+        body = request.body
+    except RequestDataTooBig:  # Django's own cap (DATA_UPLOAD_MAX_MEMORY_SIZE) when it is the lower one
+        raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes") from None
+    except UnreadablePostError:
+        raise ApiError(400, "bad_request", "the body could not be read (connection closed?)") from None
     if len(body) > limit:
         raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes")
     try:

@@ -293,3 +293,8 @@ def test_it_answers_json_for_server_errors_under_api(rf):
     assert response.status_code == 500 and response["Content-Type"] == "application/json"
     assert json.loads(response.content)["error"]["code"] == "internal_error"
     assert views.server_error(rf.get("/"))["Content-Type"].startswith("text/html")
+
+
+def test_it_answers_413_when_djangos_own_body_cap_is_lower(api, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
+    error_of(api.post("remember", {**REMEMBER, "content": "x" * 2000}), 413, "payload_too_large")
