@@ -1,0 +1,71 @@
+"""gunicorn with the embedded index: one worker only, refused clearly otherwise (issue 8 item 2)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import time
+
+from memconsole import gunicorn_config
+
+from .conftest import GUNICORN, LOOPBACK, REPO, Gunicorn, clean_env
+
+
+def _start_embedded(tmp_path, *args: str, **settings) -> subprocess.CompletedProcess:
+    env = clean_env(tmp_path, **settings)
+    return subprocess.run(
+        [str(GUNICORN), "memconsole.wsgi", "--config", "python:memconsole.gunicorn_config", "--bind", f"{LOOPBACK}:0", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_it_refuses_four_workers_with_the_embedded_index(tmp_path):
+    result = _start_embedded(tmp_path, WEB_CONCURRENCY=4)
+
+    assert result.returncode == gunicorn_config.EMBEDDED_INDEX_EXIT_CODE
+    assert "4 workers need a Chroma server" in result.stderr
+    assert "CHROMA_HOST" in result.stderr and "WEB_CONCURRENCY=1" in result.stderr
+    assert "Booting worker" not in result.stderr  # refused before any worker started
+
+
+def test_it_refuses_workers_given_on_the_command_line_too(tmp_path):
+    result = _start_embedded(tmp_path, "--workers", "3")
+
+    assert result.returncode == gunicorn_config.EMBEDDED_INDEX_EXIT_CODE
+    assert "3 workers need a Chroma server" in result.stderr
+
+
+def test_it_accepts_several_workers_once_a_chroma_server_is_named():
+    assert gunicorn_config.check_embedded_index(4, "chroma.internal") is None
+    assert gunicorn_config.check_embedded_index(1, "") is None
+    assert gunicorn_config.check_embedded_index(2, "") is not None
+
+
+def test_it_reads_the_chroma_host_from_a_file_as_settings_do(tmp_path, monkeypatch):
+    host_file = tmp_path / "chroma_host"
+    host_file.write_text("chroma.internal\n")
+    monkeypatch.delenv("CHROMA_HOST", raising=False)
+    monkeypatch.setenv("CHROMA_HOST_FILE", str(host_file))
+    assert gunicorn_config.chroma_server_configured()
+    host_file.write_text("")
+    assert not gunicorn_config.chroma_server_configured()
+
+
+def test_it_stays_at_one_worker_when_asked_for_more_at_runtime(tmp_path):
+    server = Gunicorn.start(clean_env(tmp_path), tmp_path / "gunicorn.log")
+    try:
+        server.wait_ready(workers=1)
+        server.process.send_signal(signal.SIGTTIN)  # gunicorn's "one more worker"
+        deadline = time.monotonic() + 15
+        while "Staying at 1 worker" not in server.log() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # give a wrongly spawned worker the time to boot
+
+        assert "2 workers need a Chroma server" in server.log()
+        assert len(server.worker_pids()) == 1
+    finally:
+        server.stop()
