@@ -78,6 +78,7 @@ def setup_django(workdir: Path, database_url: str = "", chroma_host: str = "", c
     for name, value in bench_environment(workdir, database_url, chroma_host, chroma_port).items():
         if value or name not in ("DATABASE_URL", "CHROMA_HOST"):
             os.environ[name] = value
+    (workdir / "static").mkdir(parents=True, exist_ok=True)
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     import django

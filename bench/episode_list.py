@@ -1,0 +1,249 @@
+"""Benchmark 1: the Episodes page of a very large scope.
+
+N episodes (default 100,000; the issue's size is 1,000,000) bulk-loaded into one scope plus N/10
+spread over 20 other scopes, interleaved by time as real traffic would be, with a realistic mix of
+statuses (85% active, 10% archived, 5% superseded) and ~450 speakers. Then, in this process, through
+Django's test Client with a logged-in console user (full middleware stack, full server-side
+render, session saved on every request as in production):
+
+- the console's Episodes page (`/scopes/<id>/episodes/`): page 1, a page 10,000 rows deep reached
+  by following the page's own Next links, a status filter (archived) and a speaker filter;
+- the baseline: Django's own admin changelist for Episode on the same database (page 1 and
+  `?p=1000`, plus the same status and speaker filters), logged in as a superuser. Episode is not
+  registered in memconsole's admin, so it is registered here, in this process only, with a plain
+  `ModelAdmin` (Django's defaults: 100 rows a page, a full COUNT for the paginator);
+- `operations.list_episodes` itself against Django's Paginator (COUNT + OFFSET) on the scope.
+
+    .venv/bin/python -m bench.episode_list [--episodes 1000000] [--deep 10000]
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+import time
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import corpus, dataset, harness
+
+TARGET_MS = 15.0
+TARGET_DEEP_SLOWDOWN = 1.20
+TARGET_ADMIN_RATIO = 50.0
+OTHER_SCOPES = 20
+PAGE_SIZE = 25
+NEXT_LINK = re.compile(r'<a rel="next" href="([^"]+)"')
+
+
+def adaptive(fn, budget_s: float = 3.0, minimum: int = 5, maximum: int = 40) -> harness.Timing:
+    """Time `fn` until `budget_s` is spent (between `minimum` and `maximum` samples), after a warm-up."""
+    fn()
+    samples: list[float] = []
+    started = time.perf_counter()
+    while len(samples) < maximum and (len(samples) < minimum or time.perf_counter() - started < budget_s):
+        t0 = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - t0)
+    return harness.Timing(samples)
+
+
+def load(n: int) -> tuple[object, int]:
+    """Bulk-load the big scope (n) and the small ones (n/10 in all); return the big scope's keys."""
+    big = dataset.scope_keys("group_big_chat")
+    others = [dataset.scope_keys(f"group_{i:03d}") for i in range(OTHER_SCOPES)]
+    total = n + n // 10
+
+    def assignments():
+        for position, text in enumerate(corpus.texts(total)):
+            if position % 11 == 10:
+                yield others[(position // 11) % OTHER_SCOPES], text
+            else:
+                yield big, text
+
+    with harness.stopwatch() as elapsed:
+        written = dataset.bulk_load(assignments(), total)
+    harness.progress(f"bulk-loaded {written:,} episodes in {elapsed():.1f} s")
+    return big, written
+
+
+def users():
+    from django.contrib.auth.models import Group, User
+
+    from memconsole.memory import roles
+
+    console_user = User.objects.create_user("bench_console_admin", password="x")
+    console_user.groups.add(Group.objects.get(name=roles.ADMIN))
+    superuser = User.objects.create_superuser("bench_superuser", password="x")
+    return console_user, superuser
+
+
+def register_admin_baseline() -> str:
+    """Django's own changelist for Episode; registered here only when the project does not."""
+    from django.contrib import admin
+
+    from memconsole.memory.models import Episode
+
+    if admin.site.is_registered(Episode):
+        return "the project's Episode ModelAdmin"
+    admin.site.register(Episode, admin.ModelAdmin)
+    return "plain ModelAdmin registered by the benchmark"
+
+
+def get_ok(client, url: str):
+    response = client.get(url)
+    if response.status_code != 200:
+        raise SystemExit(f"bench: GET {url} answered {response.status_code}")
+    return response
+
+
+def follow_next(client, url: str, rows_deep: int) -> tuple[str, int]:
+    """Follow the page's own Next links until `rows_deep` rows have been skipped."""
+    pages = rows_deep // PAGE_SIZE
+    for _ in range(pages):
+        body = get_ok(client, url).content.decode()
+        match = NEXT_LINK.search(body)
+        if not match:
+            raise SystemExit(f"bench: no Next link on {url}")
+        href = html.unescape(match.group(1))
+        url = href if href.startswith("/") else url.split("?", 1)[0] + href
+    return url, pages
+
+
+def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
+    harness.setup_django(workdir)
+    admin_kind = register_admin_baseline()
+
+    from django.core.paginator import Paginator
+    from django.test import Client
+    from django.urls import reverse
+
+    from memconsole.memory import operations
+    from memconsole.memory.models import Episode, EpisodeCounts, Scope
+
+    keys, total = load(n)
+    counts = EpisodeCounts.objects.get(user_key=keys.user_key)
+    scope = Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
+    deep_rows = min(deep_rows, (counts.active // PAGE_SIZE - 1) * PAGE_SIZE)
+    speaker = Episode.objects.filter(user_key=keys.user_key).order_by("-id").values_list("sender_id", flat=True)[0]
+    speaker_rows = Episode.objects.filter(user_key=keys.user_key, sender_id=speaker, status="active").count()
+
+    console_user, superuser = users()
+    console = Client()
+    console.force_login(console_user)
+    admin_client = Client()
+    admin_client.force_login(superuser)
+
+    base = reverse("console:episodes", args=[scope.pk])
+    harness.progress(f"following Next links {deep_rows:,} rows deep")
+    with harness.stopwatch() as elapsed:
+        deep_url, pages_followed = follow_next(console, base, deep_rows)
+    harness.progress(f"{pages_followed} pages followed in {elapsed():.1f} s")
+
+    pages = {
+        "page1": base,
+        "deep": deep_url,
+        "status_archived": f"{base}?status=archived",
+        "speaker": f"{base}?sender={speaker}",
+    }
+    ours = {}
+    for label, url in pages.items():
+        ours[label] = adaptive(lambda url=url: get_ok(console, url))
+        harness.progress(f"console {label}: median {ours[label].median_ms:.1f} ms")
+
+    changelist = reverse("admin:memory_episode_changelist")
+    admin_pages = -(-total // 100)
+    admin_deep = min(1000, admin_pages)
+    admin_urls = {
+        "page1": changelist,
+        "deep": f"{changelist}?p={admin_deep}",
+        "status_archived": f"{changelist}?status__exact=archived",
+        "speaker": f"{changelist}?sender_id__exact={speaker}",
+    }
+    theirs = {}
+    for label, url in admin_urls.items():
+        theirs[label] = adaptive(lambda url=url: get_ok(admin_client, url), budget_s=4.0, minimum=3, maximum=20)
+        harness.progress(f"admin {label}: median {theirs[label].median_ms:.1f} ms")
+
+    common = {"scope_episodes": counts.total, "all_episodes": total}
+    records = []
+    descriptions = {
+        "page1": ("page 1 (active)", "page 1"),
+        "deep": (f"{deep_rows:,} rows deep via Next links", f"?p={admin_deep} (100 rows a page)"),
+        "status_archived": ("status=archived", "?status__exact=archived"),
+        "speaker": (f"sender={speaker} ({speaker_rows} rows)", f"?sender_id__exact={speaker}"),
+    }
+    for label in pages:
+        mine, admin = ours[label], theirs[label]
+        speedup = harness.ratio(admin.median_ms, mine.median_ms)
+        figures = {"page": descriptions[label][0], "median_ms": round(mine.median_ms, 2), "p95_ms": round(mine.p95_ms, 2),
+                   "samples": len(mine.samples), **common}
+        met = mine.median_ms <= TARGET_MS and speedup is not None and speedup >= TARGET_ADMIN_RATIO
+        target = f"median <= {TARGET_MS:g} ms and >= {TARGET_ADMIN_RATIO:g}x the admin"
+        if label == "deep":
+            slowdown = mine.median_ms / ours["page1"].median_ms
+            figures["vs_page1"] = round(slowdown, 2)
+            figures["pages_followed"] = pages_followed
+            met = met and slowdown <= TARGET_DEEP_SLOWDOWN
+            target += f", within {TARGET_DEEP_SLOWDOWN - 1:.0%} of page 1"
+        records.append(
+            harness.Record(
+                name=f"episode_list.console.{label}",
+                figures=figures,
+                baseline={
+                    "name": f"Django admin changelist for Episode, {descriptions[label][1]} ({admin_kind})",
+                    "figures": {"median_ms": round(admin.median_ms, 2), "p95_ms": round(admin.p95_ms, 2),
+                                "samples": len(admin.samples), "rows_listed": total},
+                    "ratio_of": "admin median / console median",
+                },
+                ratio=speedup,
+                target=target,
+                met=met,
+            )
+        )
+
+    # The domain operation alone, against Django's Paginator (COUNT + OFFSET) on the scope.
+    cursor = None
+    for _ in range(deep_rows // PAGE_SIZE):
+        cursor = operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]).next_cursor
+    op_first = adaptive(lambda: operations.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]))
+    op_deep = adaptive(lambda: operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]))
+    rows = Episode.objects.filter(user_key=keys.user_key, status="active").order_by("-id")
+    deep_number = deep_rows // PAGE_SIZE + 1
+    off_first = adaptive(lambda: list(Paginator(rows, PAGE_SIZE).page(1)))
+    off_deep = adaptive(lambda: list(Paginator(rows, PAGE_SIZE).page(deep_number)))
+    slowdown = op_deep.median_ms / op_first.median_ms
+    records.append(
+        harness.Record(
+            name="episode_list.operations.list_episodes",
+            figures={"page1_median_ms": round(op_first.median_ms, 3), "deep_median_ms": round(op_deep.median_ms, 3),
+                     "deep_rows": deep_rows, "deep_vs_page1": round(slowdown, 2), **common},
+            baseline={
+                "name": "Django Paginator on the same scope (COUNT + OFFSET)",
+                "figures": {"page1_median_ms": round(off_first.median_ms, 3), "deep_median_ms": round(off_deep.median_ms, 3),
+                            "deep_rows": deep_rows, "deep_vs_page1": round(off_deep.median_ms / off_first.median_ms, 2)},
+                "ratio_of": "Paginator deep-page median / list_episodes deep-page median",
+            },
+            ratio=harness.ratio(off_deep.median_ms, op_deep.median_ms),
+            target=f"deep page within {TARGET_DEEP_SLOWDOWN - 1:.0%} of page 1",
+            met=slowdown <= TARGET_DEEP_SLOWDOWN,
+        )
+    )
+    return records
+
+
+def main() -> None:
+    args = harness.arguments(
+        "Console Episodes page vs Django admin changelist",
+        episodes=100_000,
+        extra=lambda p: p.add_argument("--deep", type=int, default=10_000, help="rows deep for the deep page (default 10,000)"),
+    )
+    with harness.workspace(args.keep) as workdir:
+        for record in run(args.episodes, args.deep, workdir):
+            harness.report(record)
+
+
+if __name__ == "__main__":
+    main()

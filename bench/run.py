@@ -1,0 +1,116 @@
+"""Run every benchmark (`make bench`), each in its own process with its own temporary database.
+
+    make bench                                   # default sizes: a few minutes on 2 cores
+    make bench BENCH_ARGS="--episodes 1000000"   # the issue's sizes (list/export 1M, search 100k)
+    make bench BENCH_ARGS="--only search,export"
+
+`--episodes N` (default 100,000) sets the scale: the episode list and the export use N episodes,
+search a tenth, reindex and the API load test a twentieth, batched ingest a fiftieth; embedding
+throughput always uses 2,000 texts. Each benchmark prints its table; the records go to
+bench/results/latest.json (started afresh by every run), the machine and load to
+bench/results/run.json, and a summary is printed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import harness  # noqa: E402
+
+BENCHMARKS = ["embedding", "search", "episode_list", "export", "ingest", "reindex", "api_load"]
+
+
+def commands(n: int) -> dict[str, list[str]]:
+    return {
+        "embedding": ["--texts", "2000"],
+        "search": ["--episodes", str(max(1000, n // 10))],
+        "episode_list": ["--episodes", str(n)],
+        "export": ["--episodes", str(n)],
+        "ingest": ["--episodes", str(max(500, n // 50)), "--remember", "300"],
+        "reindex": ["--episodes", str(max(500, n // 20))],
+        "api_load": ["--episodes", str(max(1000, n // 20)), "--backend", "all"],
+    }
+
+
+def summary() -> str:
+    try:
+        records = json.loads(harness.RESULTS_FILE.read_text())
+    except (OSError, ValueError):
+        return "(no results)"
+    rows = []
+    for r in records:
+        met = "n/a" if r["met"] is None else ("yes" if r["met"] else "NO")
+        rows.append([r["name"], r["ratio"], r["baseline"].get("name", "")[:60], r["target"][:70], met])
+    return harness.table(["benchmark", "ratio", "baseline", "target", "met"], rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Run memconsole's benchmarks")
+    parser.add_argument("--episodes", type=int, default=100_000, help="scale (default 100,000; the issue's is 1,000,000)")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
+    parser.add_argument("--keep-results", action="store_true", help="add to latest.json instead of starting afresh")
+    args = parser.parse_args()
+
+    chosen = [b.strip() for b in args.only.split(",") if b.strip()] or list(BENCHMARKS)
+    skipped = {b.strip() for b in args.skip.split(",") if b.strip()}
+    unknown = [b for b in [*chosen, *skipped] if b not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)} (choose from {', '.join(BENCHMARKS)})")
+    chosen = [b for b in chosen if b not in skipped]
+
+    harness.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    if not args.keep_results:
+        harness.RESULTS_FILE.write_text("[]\n")
+    run_info = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": harness.machine(),
+        "model_dir": str(harness.model_dir()),
+        "scale_episodes": args.episodes,
+        "benchmarks": [],
+    }
+    print(f"memconsole benchmarks on {run_info['machine']['cpu']} ({run_info['machine']['cores']} cores), "
+          f"load average {harness.loadavg()}, scale {args.episodes:,} episodes")
+    failed = []
+    plan = commands(args.episodes)
+    for name in chosen:
+        print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
+        load_before = harness.loadavg()
+        started = time.perf_counter()
+        result = subprocess.run(
+            [sys.executable, "-m", f"bench.{name}", *plan[name]],
+            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+        )
+        seconds = round(time.perf_counter() - started, 1)
+        run_info["benchmarks"].append({
+            "name": name, "args": plan[name], "seconds": seconds, "exit_code": result.returncode,
+            "loadavg_before": load_before, "loadavg_after": harness.loadavg(),
+        })
+        harness.RUN_FILE.write_text(json.dumps(run_info, indent=2) + "\n")
+        print(f"#### {name} done in {seconds} s (exit {result.returncode})", flush=True)
+        if result.returncode != 0:
+            failed.append(name)
+    run_info["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+    harness.RUN_FILE.write_text(json.dumps(run_info, indent=2) + "\n")
+
+    print("\n#### summary (bench/results/latest.json)")
+    print(summary())
+    if failed:
+        print(f"\nbenchmarks that failed to run: {', '.join(failed)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
