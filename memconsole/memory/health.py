@@ -681,7 +681,8 @@ def _check_encryption() -> Check:
             "only after `python manage.py rotate_keys` reports no unreadable rows.",
         )
     share = f"{100.0 * newest / rows:.1f}%" if rows else "100%"
-    detail = f"encryption at rest is on ({key_count} keys configured): {share} of {rows} rows are under the newest key"
+    configured = f"{key_count} key{'s' if key_count != 1 else ''} configured"
+    detail = f"encryption at rest is on ({configured}): {share} of {rows} rows are under the newest key"
     if older or plain:
         parts = []
         if older:

@@ -39,6 +39,20 @@ DELETE_BATCH = 500
 
 Progress = Callable[[str, int, int], None]
 
+# What `operations.vector_metadata` and the currency test read; nothing else is loaded in a scan.
+SCAN_FIELDS = (
+    "episode_id",
+    "user_key",
+    "status",
+    "sender_id",
+    "importance",
+    "timestamp",
+    "tags",
+    "encrypted",
+    "vector_current",
+    "vector_model",
+)
+
 
 @dataclass
 class ReindexReport:
@@ -231,7 +245,7 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
     report.vectors += len(vector_ids)
 
     seen: set[str] = set()
-    rows = Episode.objects.filter(user_key=user_key).defer("content_stored")
+    rows = Episode.objects.filter(user_key=user_key).only(*SCAN_FIELDS)
     for chunk in _chunks(rows, SCAN_BATCH):
         present = {} if foreign else vectors.get(user_key, [e.episode_id for e in chunk if e.episode_id in vector_ids])
         for episode in chunk:
@@ -285,7 +299,7 @@ def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, don
         notify("repair", done, total)
 
     for batch in _batches(plan.fix_metadata, DELETE_BATCH):
-        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).defer("content_stored"))
+        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).only(*SCAN_FIELDS))
         if rows and _guard(report, f"fixing metadata of {len(rows)} vectors of {user_key}", _fix_metadata, rows):
             report.metadata_fixed += len(rows)
         done += len(batch)
