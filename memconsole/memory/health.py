@@ -532,10 +532,10 @@ def _check_delete(probe: Canaries) -> Check:
 def _remove_probe_data(user_keys: list[str], scope_keys: list[str]) -> None:
     """Delete every trace of the given probe scopes except their audit entries."""
     for user_key, scope_key in zip(user_keys, scope_keys, strict=True):
-        keys = derive_scope(PROBE_BOT_UUID, scope_key.split(":", 1)[1], "session")
         ids = list(Episode.objects.filter(user_key=user_key).values_list("episode_id", flat=True))
         if ids:
             try:
+                keys = derive_scope(PROBE_BOT_UUID, scope_key.split(":", 1)[1], "session")
                 ops.delete(keys, PROBE_ACTOR, ids)  # audited, and removes the vectors
             except Exception:
                 log.exception("probe canary delete failed; removing the rows directly")
@@ -545,8 +545,14 @@ def _remove_probe_data(user_keys: list[str], scope_keys: list[str]) -> None:
         EpisodeCounts.objects.filter(user_key__in=user_keys).delete()
         Scope.objects.filter(user_key__in=user_keys).delete()
         Profile.objects.filter(scope_key__in=scope_keys).delete()
+    failed: list[vectors.VectorIndexError] = []
     for user_key in user_keys:
-        vectors.drop(user_key)
+        try:
+            vectors.drop(user_key)
+        except vectors.VectorIndexError as exc:
+            failed.append(exc)
+    if failed:
+        raise failed[0]
 
 
 def _cleanup(probe: Canaries) -> Check:
