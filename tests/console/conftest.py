@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from memconsole.memory import operations as ops
-from memconsole.memory.models import Scope
+from memconsole.memory.models import Episode, Scope
+from memconsole.memory.scopes import register_scope
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -23,6 +27,38 @@ def htmx(target: str | None = None) -> dict[str, str]:
 def scope(scope_with_episodes, keys) -> Scope:
     """bot-a/group_100 (four episodes, one archived) as its Scope row."""
     return Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
+
+
+def plain_episodes(keys, n: int, *, tag: str = "bulk", sender_id: str = "u5") -> list[Episode]:
+    """n rows written straight to the database, oldest first, without vectors (listing, paging
+    and validation never read the index, and embedding costs time), counters recounted."""
+    now = timezone.now()
+    rows = []
+    for i in range(n):
+        episode = Episode(
+            episode_id=ops.new_episode_id(),
+            user_key=keys.user_key,
+            scope_key=keys.scope_key,
+            timestamp=now - timedelta(minutes=n - i),
+            sender_id=sender_id,
+            sender_name="Eve",
+            tags=[tag],
+            tags_text=ops.tags_text([tag]),
+        )
+        episode.set_content(f"{tag} episode number {i:03d}")
+        rows.append(episode)
+    Episode.objects.bulk_create(rows)
+    ops.recount(keys.user_key)
+    return rows
+
+
+@pytest.fixture
+def light_scope(db, keys) -> Scope:
+    """bot-a/group_100 registered with three plain episodes and no vectors: for tests that never
+    search or change memory (validation, permissions, paging)."""
+    scope = register_scope(keys)
+    plain_episodes(keys, 3)
+    return scope
 
 
 @pytest.fixture

@@ -123,10 +123,10 @@ def test_it_refuses_users_without_any_role(db, url, scope):
         ("export_download", None),
     ],
 )
-def test_it_answers_403_to_a_viewer_for_every_change_and_export(viewer_client, url, scope, scope_with_episodes, name, perm_args):
-    args = [scope.pk]
+def test_it_answers_403_to_a_viewer_for_every_change_and_export(viewer_client, url, light_scope, name, perm_args):
+    args = [light_scope.pk]
     if perm_args == "episode":
-        args.append(scope_with_episodes[0].episode_id)
+        args.append(Episode.objects.first().episode_id)
     elif perm_args:
         args.append(perm_args)
     assert viewer_client.post(url(name, *args), {"confirmed": "1", "version": "1"}).status_code == 403
