@@ -160,7 +160,7 @@ def _run(a, op) -> None:
         profile_type = "speaker" if sender else "session"
         ops.update_profile(a, SYSTEM, profile_type, sender, add_traits=[arg[:50]], notes=arg)
         data, _ = ops.get_profile(a, profile_type, sender)
-        assert arg[:50] in data["traits"]
+        assert arg[:50].strip() in data["traits"]
     elif kind == "replace":
         ops.replace_profile(a, SYSTEM, "speaker", "u1", {"name": arg[:50], "notes": "replaced"})
     elif kind == "rollback":
