@@ -11,9 +11,10 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 from django.conf import settings
@@ -39,6 +40,7 @@ from .models import (
     InjectionSnapshot,
     Profile,
     ProfileVersion,
+    Scope,
 )
 from .scopes import ScopeKeys, register_scope
 
@@ -751,7 +753,12 @@ def update_profile(
     add_traits, remove_traits = _items(add_traits, "traits"), _items(remove_traits, "traits")
     add_preferences, remove_preferences = _items(add_preferences, "preferences"), _items(remove_preferences, "preferences")
     with transaction.atomic():
-        register_scope(keys)
+        scope = register_scope(keys)
+        if scope.pk is not None:
+            # Queue read-modify-writes of this scope's profiles: on PostgreSQL two concurrent updates
+            # would otherwise read the same version and the later would drop the earlier's change
+            # (SQLite's IMMEDIATE transactions already serialise them).
+            Scope.objects.select_for_update().filter(pk=scope.pk).first()
         current, _ = get_profile(keys, profile_type, sender_id)
         data = {
             "name": current.get("name", "") if name is None else name,
