@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import uuid
 from dataclasses import dataclass, field
-from datetime import timezone as dt_timezone
+from datetime import UTC
 from typing import Any
 
 from django.conf import settings
@@ -101,7 +101,7 @@ def erase_identifiers(entry: AuditEntry, *, sender_id: bool, target_id: bool) ->
 
 
 def _structural(entry: AuditEntry) -> bytes:
-    stamp = entry.timestamp.astimezone(dt_timezone.utc).isoformat(timespec="microseconds")
+    stamp = entry.timestamp.astimezone(UTC).isoformat(timespec="microseconds")
     fields = [
         entry.seq,
         entry.audit_id,

@@ -63,6 +63,9 @@ class EpisodeCounts(models.Model):
     archived = models.BigIntegerField(default=0)
     last_activity = models.DateTimeField(null=True, blank=True)
 
+    def __str__(self) -> str:
+        return f"{self.user_key}: {self.total} episodes"
+
     @property
     def total(self) -> int:
         return self.active + self.superseded + self.archived
@@ -158,6 +161,9 @@ class Profile(SealedPayload):
         ]
         indexes = [models.Index(fields=["sender_id"], name="profile_sender")]
 
+    def __str__(self) -> str:
+        return f"{self.type} profile {self.sender_id or ''} in {self.scope_key} (v{self.version})"
+
 
 class ProfileVersion(SealedPayload):
     profile = models.ForeignKey(Profile, on_delete=models.CASCADE, related_name="versions")
@@ -169,12 +175,18 @@ class ProfileVersion(SealedPayload):
         constraints = [models.UniqueConstraint(fields=["profile", "version"], name="profile_version_unique")]
         ordering = ["-version"]
 
+    def __str__(self) -> str:
+        return f"v{self.version} of {self.profile_id}"
+
 
 class AuditHead(models.Model):
     """Singleton row holding the chain's tip; locked for every append (select_for_update)."""
 
     seq = models.BigIntegerField(default=0)
     entry_hash = models.CharField(max_length=64, default="0" * 64)
+
+    def __str__(self) -> str:
+        return f"audit head #{self.seq}"
 
 
 class AuditEntry(SealedPayload):
@@ -210,6 +222,9 @@ class AuditEntry(SealedPayload):
             models.Index(fields=["sender_id"], name="audit_sender"),
         ]
 
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.operation} {self.target_type}:{self.target_id}"
+
     @property
     def summary(self) -> str:
         return self.payload.get("summary", "")
@@ -238,6 +253,9 @@ class InjectionSnapshot(SealedPayload):
             models.Index(fields=["recorded_at"], name="snapshot_recorded"),
             models.Index(fields=["speaker_id"], name="snapshot_speaker"),
         ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id} in {self.scope_key}"
 
 
 class BotToken(models.Model):
@@ -281,3 +299,6 @@ class HealthRun(models.Model):
     duration_ms = models.PositiveIntegerField(default=0)
     result = models.JSONField(default=dict)
     actor = models.CharField(max_length=255, blank=True)
+
+    def __str__(self) -> str:
+        return f"health {self.status} at {self.checked_at:%Y-%m-%d %H:%M}"

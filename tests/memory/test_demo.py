@@ -8,7 +8,15 @@ from django.core.management import CommandError, call_command
 
 from memconsole.memory import operations as ops
 from memconsole.memory.audit import verify_audit_chain
-from memconsole.memory.models import STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, EpisodeCounts, InjectionSnapshot, Profile, Scope
+from memconsole.memory.models import (
+    STATUS_ARCHIVED,
+    STATUS_SUPERSEDED,
+    Episode,
+    EpisodeCounts,
+    InjectionSnapshot,
+    Profile,
+    Scope,
+)
 from memconsole.memory.scopes import derive_scope
 
 pytestmark = pytest.mark.django_db
