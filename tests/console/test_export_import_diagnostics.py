@@ -1,0 +1,171 @@
+"""The Export tab (streamed JSON download), the Import upload and the Diagnostics page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from memconsole.memory.models import AuditEntry, BotGrant, Episode, HealthRun, Scope
+
+from .conftest import htmx
+
+pytestmark = pytest.mark.django_db
+
+
+def download(client, address, data) -> dict:
+    response = client.post(address, data)
+    assert response.status_code == 200, response.content[:500]
+    assert response["Content-Type"].startswith("application/json")
+    assert response["Content-Disposition"].startswith('attachment; filename="memconsole-bot-a_group_100-session-')
+    return json.loads(b"".join(response.streaming_content))
+
+
+def test_it_shows_the_export_form_to_admins_and_explains_it_to_viewers(admin_client_, viewer_client, url, light_scope):
+    page = admin_client_.get(url("export", light_scope.pk)).content.decode()
+    assert '<button type="submit">Download JSON</button>' in page and 'name="include_audit"' in page
+    assert "Import a file into this space" in page
+    page = viewer_client.get(url("export", light_scope.pk)).content.decode()
+    assert "Download JSON" not in page and "Your role cannot export memory." in page
+
+
+def test_it_downloads_the_scope_as_json_with_the_chosen_statuses(admin_client_, url, scope):
+    document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active"]})
+    assert document["episodes"]["statuses"] == ["active"] and document["episodes"]["count"] == 3
+    assert "audit" not in document
+    document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived"], "include_audit": "on"})
+    assert document["episodes"]["count"] == 4 and document["audit"]["count"] == len(document["audit"]["entries"])
+    assert AuditEntry.objects.filter(operation="export", actor="user:admin").count() == 2
+
+
+@pytest.mark.parametrize("data", [{}, {"statuses": ["gone"]}])
+def test_it_answers_400_with_an_inline_error_to_a_bad_export_request(admin_client_, url, light_scope, data):
+    response = admin_client_.post(url("export_download", light_scope.pk), data)
+    assert response.status_code == 400 and b'class="field-error"' in response.content
+    assert not AuditEntry.objects.filter(operation="export").exists()
+
+
+def test_it_enforces_csrf_on_the_export(admin_user, url, light_scope):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    assert client.post(url("export_download", light_scope.pk), {"statuses": ["active"]}).status_code == 403
+
+
+# --- import -------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def export_file(admin_client_, url, scope) -> SimpleUploadedFile:
+    document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived", "superseded"]})
+    return SimpleUploadedFile("export.json", json.dumps(document).encode(), content_type="application/json")
+
+
+def import_data(upload, **overrides):
+    data = {"file": upload, "format": "memconsole", "bot_uuid": "bot-c", "session_name": "group_300", "isolation": "session"}
+    data.update(overrides)
+    return data
+
+
+def test_it_shows_the_import_form_prefilled_from_a_scope(admin_client_, url, light_scope):
+    page = admin_client_.get(url("import"), {"scope": light_scope.pk}).content.decode()
+    assert 'name="session_name" value="group_100"' in page and 'name="bot_uuid" value="bot-a"' in page
+    assert 'enctype="multipart/form-data"' in page and '<label for="id_file">File</label>' in page
+
+
+def test_it_dry_runs_an_import_then_imports_it(admin_client_, url, export_file):
+    response = admin_client_.post(url("import"), import_data(export_file, dry_run="on"))
+    assert response.status_code == 200 and b"Dry run: nothing was written." in response.content
+    assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
+    export_file.seek(0)
+    response = admin_client_.post(url("import"), import_data(export_file))
+    page = response.content.decode()
+    assert response.status_code == 200 and "The file was imported." in page
+    assert Episode.objects.filter(user_key="bot-c:group_300").count() == 4
+    target = Scope.objects.get(scope_key="bot-c:group_300")
+    assert f'href="{url("episodes", target.pk)}"' in page
+    assert AuditEntry.objects.filter(operation="import", actor="user:admin").exists()
+
+
+def test_it_answers_an_htmx_import_with_the_report_fragment(admin_client_, url, export_file):
+    response = admin_client_.post(url("import"), import_data(export_file, dry_run="on"), **htmx("import-report"))
+    assert response.content.decode().lstrip().startswith('<div id="import-report"') and b"<html" not in response.content
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"file": SimpleUploadedFile("bad.json", b"{not json")}, b"The file was not imported."),
+        ({"format": "zip"}, b"Select a valid choice."),
+        ({"bot_uuid": "bad bot"}, b"bot_uuid may not contain"),
+        ({"isolation": "moon"}, b"Select a valid choice."),
+        ({"file": None}, b"This field is required."),
+    ],
+)
+def test_it_answers_400_with_a_clear_message_to_a_bad_import(admin_client_, url, export_file, overrides, message):
+    data = import_data(export_file, **overrides)
+    if data["file"] is None:
+        del data["file"]
+    response = admin_client_.post(url("import"), data)
+    assert response.status_code == 400 and message in response.content
+    assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
+
+
+def test_it_refuses_an_import_into_a_bot_outside_the_grants(admin_client_, admin_user, url, export_file):
+    BotGrant.objects.create(user=admin_user, bot_uuid="bot-b")
+    response = admin_client_.post(url("import"), import_data(export_file))
+    assert response.status_code == 400 and b"You do not have access to this bot" in response.content
+    assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
+
+
+def test_it_enforces_csrf_on_the_import(admin_user, url, light_scope):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    upload = SimpleUploadedFile("x.json", b"{}")
+    assert client.post(url("import"), import_data(upload)).status_code == 403
+
+
+# --- diagnostics --------------------------------------------------------------------------------
+
+
+def test_it_shows_an_empty_diagnostics_page_with_the_button_for_operators(operator_client, viewer_client, url):
+    page = operator_client.get(url("diagnostics")).content.decode()
+    assert '<button type="submit">Run health check</button>' in page and "has not run yet" in page
+    page = viewer_client.get(url("diagnostics")).content.decode()
+    assert "Run health check</button>" not in page
+
+
+def test_it_runs_the_health_check_and_shows_cards_with_text_status(operator_client, viewer_client, url, light_scope):
+    response = operator_client.post(url("diagnostics_run"))
+    assert response.status_code == 302 and response["Location"] == url("diagnostics")
+    run = HealthRun.objects.get()
+    assert AuditEntry.objects.filter(operation="health_check", actor="user:operator").exists()
+    page = viewer_client.get(url("diagnostics"), {"scope": light_scope.pk}).content.decode()
+    for check in run.result["checks"]:
+        assert f"<h3>{check['id']} " in page
+    assert 'class="badge badge-' in page and ("OK</span>" in page or "Warning</span>" in page or "Failing</span>" in page)
+    assert f'href="{url("episodes", light_scope.pk)}"' in page  # back to the scope it was opened from
+
+
+def test_it_answers_an_htmx_health_run_with_the_results_fragment(operator_client, url):
+    response = operator_client.post(url("diagnostics_run"), **htmx("health"))
+    html = response.content.decode()
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="health"') and "<html" not in html
+    assert "Latest result" in html
+
+
+def test_it_refuses_the_health_check_run_to_a_viewer(viewer_client, url):
+    assert viewer_client.post(url("diagnostics_run")).status_code == 403
+    assert not HealthRun.objects.exists()
+
+
+def test_it_answers_400_to_a_bad_diagnostics_cursor(viewer_client, url):
+    assert viewer_client.get(url("diagnostics"), {"cursor": "nope"}).status_code == 400
+
+
+def test_it_enforces_csrf_on_the_health_check(operator, url):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    assert client.post(url("diagnostics_run")).status_code == 403
+    assert not HealthRun.objects.exists()

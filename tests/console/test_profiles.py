@@ -1,0 +1,158 @@
+"""The Profiles tab: session and speaker profiles, edits within limits, history, diff, rollback."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from memconsole.memory import operations as ops
+from memconsole.memory.models import AuditEntry, Profile
+
+from .conftest import htmx
+
+pytestmark = pytest.mark.django_db
+
+PROFILE = {"name": "Alice", "traits": "curious\nkind", "preferences": "green tea", "notes": "Met at the conference."}
+
+
+@pytest.fixture
+def speaker_profile(light_scope, keys, system) -> Profile:
+    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious"], "preferences": [], "notes": ""})
+    return ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["tea"], "notes": "v2"})
+
+
+def test_it_lists_the_session_profile_and_speaker_profiles(viewer_client, url, light_scope, speaker_profile):
+    page = viewer_client.get(url("profiles", light_scope.pk)).content.decode()
+    assert "This session has no profile yet." in page
+    assert f'href="{url("profile_detail", light_scope.pk, "speaker")}?sender=u1">Alice</a>' in page
+    assert '<label for="speaker-picker">Speaker ID</label>' in page and '<option value="u5">' in page
+
+
+def test_it_shows_an_empty_state_without_speaker_profiles(viewer_client, url, light_scope):
+    page = viewer_client.get(url("profiles", light_scope.pk)).content.decode()
+    assert "No speaker has a profile in this session yet." in page
+
+
+def test_it_shows_a_profile_with_its_history_and_the_latest_diff(viewer_client, url, light_scope, speaker_profile):
+    page = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    assert "Speaker profile: u1" in page and "Current version (2)" in page
+    assert "Changes from version 1 to version 2" in page
+    assert re.search(r'<li class="diff-added">.*?Trait: kind</li>', page)
+    assert re.search(r'<li class="diff-added">.*?Preference: tea</li>', page)
+    assert "Edit profile" not in page and "Roll back" not in page  # a viewer reads only
+
+
+def test_it_diffs_two_chosen_versions(viewer_client, url, light_scope, keys, system, speaker_profile):
+    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alicia", "traits": [], "preferences": [], "notes": ""})
+    page = viewer_client.get(
+        url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1", "diff_from": "1", "diff_to": "3"}
+    ).content.decode()
+    assert "Changes from version 1 to version 3" in page
+    assert re.search(r'<li class="diff-removed">.*?Name: Alice</li>', page)
+    assert re.search(r'<li class="diff-added">.*?Name: Alicia</li>', page)
+
+
+@pytest.mark.parametrize("query", [{"sender": "u1", "diff_from": "9"}, {"sender": "u1", "diff_from": "x"}, {"sender": "u1", "cursor": "q"}])
+def test_it_answers_400_to_a_bad_version_choice(viewer_client, url, light_scope, speaker_profile, query):
+    response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), query)
+    assert response.status_code == 400
+
+
+def test_it_answers_404_to_an_unknown_profile_type(viewer_client, url, light_scope):
+    assert viewer_client.get(url("profile_detail", light_scope.pk, "robot")).status_code == 404
+
+
+def test_it_sends_a_speaker_profile_without_a_speaker_back_to_the_list(viewer_client, url, light_scope):
+    response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"))
+    assert response.status_code == 302 and response["Location"] == url("profiles", light_scope.pk)
+
+
+def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_client, url, light_scope, keys):
+    response = operator_client.post(url("profile_edit", light_scope.pk, "session"), PROFILE)
+    assert response.status_code == 302 and response["Location"] == url("profile_detail", light_scope.pk, "session")
+    data, row = ops.get_profile(keys, "session")
+    assert data == {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["green tea"], "notes": "Met at the conference."}
+    assert row.version == 1
+    entry = AuditEntry.objects.get(operation="profile_update")
+    assert entry.actor == "user:operator" and entry.payload["after"]["name"] == "Alice"
+    page = operator_client.get(response["Location"]).content.decode()
+    assert "Profile saved as version 1." in page
+
+
+def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, light_scope, keys, speaker_profile):
+    response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": "u1"}, **htmx("profile-panel"))
+    html = response.content.decode()
+    assert response.status_code == 200 and "<html" not in html
+    assert html.lstrip().startswith('<div id="profile-panel"') and "Profile saved as version 3." in html
+    assert ops.get_profile(keys, "speaker", "u1")[1].version == 3
+
+
+@pytest.mark.parametrize(
+    ("data", "field"),
+    [
+        ({**PROFILE, "notes": "n" * 2001}, "notes"),
+        ({**PROFILE, "name": "n" * 101}, "name"),
+        ({**PROFILE, "traits": "\n".join(f"t{i}" for i in range(21))}, "traits"),
+        ({**PROFILE, "preferences": "\n".join(f"p{i}" for i in range(11))}, "preferences"),
+        ({**PROFILE, "traits": "x" * 201}, "traits"),
+    ],
+)
+def test_it_answers_400_with_inline_errors_to_an_edit_beyond_the_limits(operator_client, url, light_scope, keys, data, field):
+    response = operator_client.post(url("profile_edit", light_scope.pk, "session"), data)
+    assert response.status_code == 400
+    assert f'id="id_{field}_error"' in response.content.decode()
+    assert ops.get_profile(keys, "session")[1] is None
+
+
+def test_it_answers_404_to_a_speaker_edit_without_a_speaker(operator_client, url, light_scope):
+    assert operator_client.post(url("profile_edit", light_scope.pk, "speaker"), PROFILE).status_code == 404
+    assert operator_client.post(url("profile_edit", light_scope.pk, "robot"), PROFILE).status_code == 404
+
+
+def test_it_rolls_a_profile_back_and_audits_it(operator_client, url, light_scope, keys, speaker_profile):
+    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"})
+    assert response.status_code == 302 and response["Location"].endswith("?sender=u1")
+    data, row = ops.get_profile(keys, "speaker", "u1")
+    assert row.version == 3 and data["traits"] == ["curious"] and data["preferences"] == []
+    assert AuditEntry.objects.filter(operation="profile_rollback").count() == 1
+
+
+def test_it_answers_an_htmx_rollback_with_the_profile_panel(operator_client, url, light_scope, speaker_profile):
+    response = operator_client.post(
+        url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}, **htmx("profile-panel")
+    )
+    assert response.status_code == 200 and b"<html" not in response.content and b"Rolled back to version 1" in response.content
+
+
+def test_it_offers_rollback_with_a_confirmation_to_operators(operator_client, url, light_scope, speaker_profile):
+    page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    assert 'aria-label="Roll back to version 1"' in page and "hx-confirm=" in page
+    assert 'aria-label="Roll back to version 2"' not in page  # the current version
+
+
+@pytest.mark.parametrize(("data", "status"), [({"sender_id": "u1", "version": "9"}, 404), ({"sender_id": "u1", "version": "x"}, 400), ({"sender_id": "nobody", "version": "1"}, 404)])
+def test_it_refuses_a_rollback_to_a_missing_version(operator_client, url, light_scope, speaker_profile, data, status):
+    assert operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), data).status_code == status
+
+
+def test_it_keeps_profiles_of_another_scope_apart(operator_client, url, light_scope, other_scope, other_keys, system):
+    ops.replace_profile(other_keys, system, "speaker", "u1", {"name": "Zed"})
+    page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    assert "Zed" not in page and "There is no profile yet." in page
+    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"})
+    assert response.status_code == 404
+
+
+def test_it_enforces_csrf_on_profile_edits(operator, url, light_scope, keys):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(operator)
+    assert client.post(url("profile_edit", light_scope.pk, "session"), PROFILE).status_code == 403
+    assert ops.get_profile(keys, "session")[1] is None
+
+
+def test_it_shows_profile_content_as_text(viewer_client, url, light_scope, keys, system):
+    ops.replace_profile(keys, system, "session", "", {"name": "<script>x()</script>", "notes": "<i>hi</i>"})
+    page = viewer_client.get(url("profile_detail", light_scope.pk, "session")).content.decode()
+    assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page and "<i>hi</i>" not in page
