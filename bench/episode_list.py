@@ -3,8 +3,9 @@
 N episodes (default 100,000; the issue's size is 1,000,000) bulk-loaded into one scope plus N/10
 spread over 20 other scopes, interleaved by time as real traffic would be, with a realistic mix of
 statuses (85% active, 10% archived, 5% superseded) and ~450 speakers. Then, in this process, through
-Django's test Client with a logged-in console user (full middleware stack, full server-side
-render, session saved on every request as in production):
+Django's test Client with a logged-in console user of the *admin* role (every row carries its
+archive/restore/delete forms; page 1 is also timed for a *viewer*) - full middleware stack, full
+server-side render, session saved on every request as in production:
 
 - the console's Episodes page (`/scopes/<id>/episodes/`): page 1, a page 10,000 rows deep reached
   by following the page's own Next links, a status filter (archived) and a speaker filter;
@@ -76,8 +77,10 @@ def users():
 
     console_user = User.objects.create_user("bench_console_admin", password="x")
     console_user.groups.add(Group.objects.get(name=roles.ADMIN))
+    viewer = User.objects.create_user("bench_console_viewer", password="x")
+    viewer.groups.add(Group.objects.get(name=roles.VIEWER))
     superuser = User.objects.create_superuser("bench_superuser", password="x")
-    return console_user, superuser
+    return console_user, viewer, superuser
 
 
 def register_admin_baseline() -> str:
@@ -130,9 +133,11 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     speaker = Episode.objects.filter(user_key=keys.user_key).order_by("-id").values_list("sender_id", flat=True)[0]
     speaker_rows = Episode.objects.filter(user_key=keys.user_key, sender_id=speaker, status="active").count()
 
-    console_user, superuser = users()
+    console_user, viewer, superuser = users()
     console = Client()
     console.force_login(console_user)
+    viewer_client = Client()
+    viewer_client.force_login(viewer)
     admin_client = Client()
     admin_client.force_login(superuser)
 
@@ -152,6 +157,8 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     for label, url in pages.items():
         ours[label] = adaptive(lambda url=url: get_ok(console, url))
         harness.progress(f"console {label}: median {ours[label].median_ms:.1f} ms")
+    as_viewer = adaptive(lambda: get_ok(viewer_client, base))
+    harness.progress(f"console page1 as a viewer (no row actions): median {as_viewer.median_ms:.1f} ms")
 
     changelist = reverse("admin:memory_episode_changelist")
     admin_pages = -(-total // 100)
@@ -182,6 +189,8 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
                    "samples": len(mine.samples), **common}
         met = mine.median_ms <= TARGET_MS and speedup is not None and speedup >= TARGET_ADMIN_RATIO
         target = f"median <= {TARGET_MS:g} ms and >= {TARGET_ADMIN_RATIO:g}x the admin"
+        if label == "page1":
+            figures["viewer_median_ms"] = round(as_viewer.median_ms, 2)
         if label == "deep":
             slowdown = mine.median_ms / ours["page1"].median_ms
             figures["vs_page1"] = round(slowdown, 2)

@@ -314,6 +314,62 @@ def loadavg() -> list[float]:
         return []
 
 
+def cpu_busy_seconds() -> float | None:
+    """Seconds of CPU time the whole machine has spent busy since boot (from /proc/stat)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except (OSError, IndexError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+class OtherLoad:
+    """How busy the rest of the machine was while a child benchmark ran: CPU time of every other
+    process, as a share of the machine's capacity (0 = quiet, 1 = every core busy elsewhere)."""
+
+    def __enter__(self) -> OtherLoad:
+        self.busy0, self.children0, self.t0 = cpu_busy_seconds(), children_cpu_seconds(), time.perf_counter()
+        self.share: float | None = None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy1 = cpu_busy_seconds()
+        if self.busy0 is None or busy1 is None:
+            return
+        wall = time.perf_counter() - self.t0
+        other = (busy1 - self.busy0) - (children_cpu_seconds() - self.children0)
+        self.share = round(max(0.0, other) / (wall * (os.cpu_count() or 1)), 3)
+
+
+def machine_busy_share(window: float = 5.0) -> float | None:
+    """Share of the machine's CPU capacity in use over the next `window` seconds."""
+    before = cpu_busy_seconds()
+    time.sleep(window)
+    after = cpu_busy_seconds()
+    if before is None or after is None:
+        return None
+    return (after - before) / (window * (os.cpu_count() or 1))
+
+
+def wait_for_quiet(max_wait: float, threshold: float = 0.15, window: float = 10.0) -> float | None:
+    """Wait (at most `max_wait` seconds) until the machine's CPU use over `window` is below
+    `threshold`; returns the last measured share."""
+    deadline = time.monotonic() + max_wait
+    while True:
+        share = machine_busy_share(window)
+        if share is None or share < threshold or time.monotonic() >= deadline:
+            return share
+        print(f"  .. waiting for a quiet machine: {share:.0%} of the CPU busy", flush=True)
+
+
 # --- command line -------------------------------------------------------------------------------
 
 

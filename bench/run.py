@@ -61,6 +61,10 @@ def main() -> int:
     parser.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
     parser.add_argument("--keep-results", action="store_true", help="add to latest.json instead of starting afresh")
+    parser.add_argument(
+        "--wait-quiet", type=float, default=0, metavar="SECONDS",
+        help="before each benchmark, wait up to SECONDS for the machine to be under 15%% busy",
+    )
     args = parser.parse_args()
 
     chosen = [b.strip() for b in args.only.split(",") if b.strip()] or list(BENCHMARKS)
@@ -86,19 +90,24 @@ def main() -> int:
     plan = commands(args.episodes)
     for name in chosen:
         print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
+        if args.wait_quiet:
+            harness.wait_for_quiet(args.wait_quiet)
         load_before = harness.loadavg()
         started = time.perf_counter()
-        result = subprocess.run(
-            [sys.executable, "-m", f"bench.{name}", *plan[name]],
-            cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
-        )
+        with harness.OtherLoad() as other:
+            result = subprocess.run(
+                [sys.executable, "-m", f"bench.{name}", *plan[name]],
+                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+            )
         seconds = round(time.perf_counter() - started, 1)
         run_info["benchmarks"].append({
             "name": name, "args": plan[name], "seconds": seconds, "exit_code": result.returncode,
             "loadavg_before": load_before, "loadavg_after": harness.loadavg(),
+            "other_processes_cpu_share": other.share,
         })
         harness.RUN_FILE.write_text(json.dumps(run_info, indent=2) + "\n")
-        print(f"#### {name} done in {seconds} s (exit {result.returncode})", flush=True)
+        print(f"#### {name} done in {seconds} s (exit {result.returncode}); other processes used "
+              f"{other.share if other.share is not None else '?'} of the machine's CPU meanwhile", flush=True)
         if result.returncode != 0:
             failed.append(name)
     run_info["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
