@@ -636,11 +636,17 @@ def _check_index_drift() -> Check:
     if report.errors:
         return Check("index_drift", ERROR, f"{counted}; errors: {'; '.join(report.errors[:3])}", REINDEX_FIX)
     if report.drift:
+        fix = "Run `python manage.py reindex` (`--check` reports without changing anything)."
+        if report.foreign_model_collections and embeddings.get_embedder().is_fallback:
+            fix = (
+                "The embedding model is missing (see the embedding check): install it first, otherwise "
+                "`python manage.py reindex` re-embeds everything with the lexical fallback. " + fix
+            )
         return Check(
             "index_drift",
             WARN,
             f"the vector index is out of step with the database: {report.describe_drift()} ({counted})",
-            "Run `python manage.py reindex` (`--check` reports without changing anything).",
+            fix,
         )
     return Check("index_drift", OK, f"the vector index matches the database ({counted})")
 

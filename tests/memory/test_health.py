@@ -318,3 +318,13 @@ def test_it_probes_through_a_vector_index_of_another_model_without_touching_it(s
     assert checks["search"]["status"] == "OK"
     assert checks["index_drift"]["status"] == "WARN"
     assert "1 collections made by another embedding model" in checks["index_drift"]["detail"]
+
+
+def test_it_warns_against_reindexing_with_the_fallback(system, scope_with_episodes, settings, tmp_path):
+    settings.MEMCONSOLE_MODEL_DIR = tmp_path  # the model went missing after the index was built
+
+    drift = by_id(health.run_health_check(system))["index_drift"]
+
+    assert drift["status"] == "WARN"
+    assert "1 collections made by another embedding model" in drift["detail"]
+    assert "install it first" in drift["fix"]
