@@ -587,3 +587,17 @@ def test_it_fails_on_the_command_line_with_the_place(tmp_path):
     with pytest.raises(CommandError, match=r"episodes\[3\], field 'tags'.*nothing was imported"):
         call_command("import_memory", str(path), "--format", "langbot", "--bot-uuid", "bot-cli", "--isolation", "session")
     _nothing_written()
+
+
+def test_it_seals_imported_content_when_encryption_is_on(tmp_path, settings):
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    data = langbot_episodes()
+    data["profiles"] = langbot_profiles()["profiles"]
+    path = _write_json(tmp_path / "both.json", data)
+
+    imports.import_file(path, "langbot", bot_uuid="bot-sealed", actor=ACTOR)
+
+    row = Episode.objects.get(imported_episode_id="ep-two")
+    assert row.encrypted and "乌龙茶" not in row.content_stored and row.content == "爱丽丝其实更喜欢乌龙茶"
+    profile = Profile.objects.get(type="speaker")
+    assert profile.encrypted and "oolong" not in profile.payload_stored and profile.payload["preferences"] == ["oolong"]
