@@ -391,7 +391,8 @@ def episode_filter(
         where &= Q(sender_id=_text(sender_id, "sender_id", MAX_SENDER_CHARS))
     if tag:
         tag = _text(tag, "tag", MAX_TAG_CHARS).strip()
-        where &= Q(tags_text__contains="," + tag + ",")
+        # icontains: SQLite's LIKE ignores ASCII case anyway, so match tags that way on every database.
+        where &= Q(tags_text__icontains="," + tag + ",")
     if importance_min is not None:
         where &= Q(importance__gte=validate_importance(importance_min, "importance_min"))
     if time_after is not None:
@@ -509,7 +510,7 @@ def recall(
     if wanted_tags:
         tag_q = Q()
         for tag in wanted_tags:
-            tag_q |= Q(tags_text__contains="," + tag + ",")
+            tag_q |= Q(tags_text__icontains="," + tag + ",")
         where &= tag_q
 
     model_id = embeddings.current_model_id()

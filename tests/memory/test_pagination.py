@@ -158,3 +158,12 @@ def test_it_pages_within_a_filter(keys):
     pages = _walk(keys, 3, statuses=["archived"])
     assert _ids(pages) == archived
     assert [len(p.episodes) for p in pages] == [3, 3, 3, 1]
+
+
+def test_it_matches_tags_the_same_way_on_every_database(keys, system):
+    """SQLite's LIKE ignores ASCII case and PostgreSQL's does not: the filter must not depend on it."""
+    travel = ops.remember(keys, system, "a", tags=["Travel"]).episode
+    assert _ids(_walk(keys, 5, tag="travel")) == [travel.episode_id]
+    assert _ids(_walk(keys, 5, tag="TRAVEL")) == [travel.episode_id]
+    assert [h.episode.episode_id for h in ops.recall(keys, "a", tags=["travel"])] == [travel.episode_id]
+    assert _ids(_walk(keys, 5, tag="trav")) == []
