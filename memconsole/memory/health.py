@@ -29,7 +29,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -181,7 +181,7 @@ def _safely(check_id: str, fn: Callable[..., Check], *args: Any) -> Check:
         return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}", fix)
 
 
-def _record(actor: Actor, result: dict[str, Any], checked_at, store: bool) -> None:
+def _record(actor: Actor, result: dict[str, Any], checked_at: datetime, store: bool) -> None:
     failing = [f"{c['id']} {c['status']}" for c in result["checks"] if c["status"] != OK]
     try:
         with transaction.atomic():
@@ -207,9 +207,10 @@ def _record(actor: Actor, result: dict[str, Any], checked_at, store: bool) -> No
                 },
             )
         if store:
-            keep = list(HealthRun.objects.order_by("-checked_at", "-id").values_list("pk", flat=True)[HEALTH_RUNS_KEPT:])
-            if keep:
-                HealthRun.objects.filter(pk__in=keep).delete()
+            beyond = HealthRun.objects.order_by("-checked_at", "-id").values_list("pk", flat=True)[HEALTH_RUNS_KEPT:]
+            expired = list(beyond)
+            if expired:
+                HealthRun.objects.filter(pk__in=expired).delete()
     except Exception:  # the database may be the very thing that is down
         log.exception("the health check result could not be stored")
 
@@ -394,11 +395,11 @@ def _check_search(probe: Canaries) -> Check:
         found = False
         for hit in hits:
             owner = hit.metadata.get("user_key")
-            if hit.episode_id == other_id or owner != keys.user_key:
-                leaks.append(
-                    f"searching canary scope {label} returned vector {hit.episode_id} labelled for "
-                    f"{'the other canary scope' if owner in probe.user_keys else repr(owner)}"
-                )
+            if hit.episode_id == other_id:
+                leaks.append(f"searching canary scope {label} returned the other canary's vector {hit.episode_id}")
+            elif owner != keys.user_key:
+                whose = "the other canary scope" if owner in probe.user_keys else f"user_key {owner!r}"
+                leaks.append(f"searching canary scope {label} returned vector {hit.episode_id} labelled for {whose}")
             elif hit.episode_id == own_id:
                 found = True
         if not found:
