@@ -85,7 +85,7 @@ def rotate_text(stored: str, encrypted: bool) -> tuple[str, bool]:
         return seal_text(stored)
     try:
         return MultiFernet(list(keys)).rotate(stored.encode("ascii")).decode("ascii"), True
-    except InvalidToken:
+    except (InvalidToken, UnicodeError, ValueError):
         raise DecryptionError(
             f"This data is encrypted with a key that is not in {SETTING}; add the key it was written with."
         ) from None

@@ -92,6 +92,12 @@ def test_it_encrypts_with_the_newest_key_and_decrypts_with_every_key(settings):
     assert crypto.open_text(rotated, True) == "written last year"
 
 
+@pytest.mark.parametrize("stored", ["not a token", "ünïcode"])
+def test_it_refuses_to_rotate_a_damaged_token(fernet_keys, stored):
+    with pytest.raises(crypto.DecryptionError, match="MEMCONSOLE_FERNET_KEYS"):
+        crypto.rotate_text(stored, True)
+
+
 def test_it_rotates_a_plain_value_into_an_encrypted_one(fernet_keys):
     stored, encrypted = crypto.rotate_text("plain before keys", False)
     assert encrypted and crypto.open_text(stored, True) == "plain before keys"
