@@ -40,6 +40,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterator
@@ -925,7 +926,7 @@ def import_file(
 def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
     """`import_file` for a Django UploadedFile.
 
-    The upload is copied to a private temporary file (mode 0600, a name of our own: the
+    The upload is copied to a private temporary folder (mode 0700, a name of our own: the
     client-supplied name is never used as a path, only shown in the report and audit after
     cleaning) and removed afterwards. The size limit is checked before copying, and again while
     copying (the declared size may lie).
@@ -935,10 +936,13 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
     if isinstance(declared, int) and declared > limit:
         raise ImportFileError(f"the file is {declared:,} bytes; the limit is {limit:,} (MEMCONSOLE_IMPORT_MAX_BYTES)")
     shown = _clean_name(getattr(uploaded_file, "name", "") or "upload")
-    handle, temp_path = tempfile.mkstemp(prefix="memconsole-import-", suffix=".upload")
+    # A private directory (0700), removed whole afterwards: SQLite may put -wal/-shm files beside
+    # the database it opens.
+    folder = tempfile.mkdtemp(prefix="memconsole-import-")
+    temp_path = os.path.join(folder, "upload")
     try:
         written = 0
-        with os.fdopen(handle, "wb") as out:
+        with open(temp_path, "xb") as out:
             for chunk in uploaded_file.chunks():
                 written += len(chunk)
                 if written > limit:
@@ -947,10 +951,7 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
         kwargs.setdefault("file_name", shown)
         return import_file(temp_path, fmt, **kwargs)
     finally:
-        try:
-            os.unlink(temp_path)
-        except FileNotFoundError:
-            pass
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _clean_name(name: str) -> str:

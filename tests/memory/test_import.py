@@ -601,3 +601,21 @@ def test_it_seals_imported_content_when_encryption_is_on(tmp_path, settings):
     assert row.encrypted and "乌龙茶" not in row.content_stored and row.content == "爱丽丝其实更喜欢乌龙茶"
     profile = Profile.objects.get(type="speaker")
     assert profile.encrypted and "oolong" not in profile.payload_stored and profile.payload["preferences"] == ["oolong"]
+
+
+def test_it_imports_an_uploaded_sqlite_file_and_leaves_no_temporary_files(tmp_path, monkeypatch):
+    import tempfile
+
+    temp_root = tmp_path / "tmp"
+    temp_root.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
+    key = Fernet.generate_key()
+    path = _jw_database(tmp_path, _jw_rows(key))
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")  # SQLite then makes -wal/-shm files beside the copy it reads
+    upload = SimpleUploadedFile("memory.db", path.read_bytes(), "application/octet-stream")
+
+    report = imports.import_upload(upload, "jw-agents", bot_uuid="bot-jw", actor=ACTOR, fernet_key=key.decode())
+
+    assert report.episodes == 5 and report.file_name == "memory.db"
+    assert list(temp_root.iterdir()) == []
