@@ -224,7 +224,9 @@ def _episode_results(request: HttpRequest, keys: ScopeKeys, form: forms.EpisodeF
 @require_GET
 @scope_view()
 def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    form = forms.EpisodeFilterForm(request.GET)
+    query = request.GET.copy()
+    query.setdefault("limit", str(DEFAULT_PAGE_SIZE))  # so that the page-size field shows what is used
+    form = forms.EpisodeFilterForm(query)
     results, status = _episode_results(request, keys, form) if form.is_valid() else ({}, 400)
     context = _scope_context(
         request, scope, keys, "episodes", form=form, speakers=_known_speakers(keys), bulk=forms.BulkActionForm(), **results
@@ -574,13 +576,16 @@ AUDIT_OPERATIONS = (
 )
 
 
-def _audit_rows(keys: ScopeKeys, operation: str = "", actor: str = "") -> Any:
-    rows = AuditEntry.objects.filter(Q(scope_key=keys.scope_key) | Q(user_key=keys.user_key))
+def _audit_rows(keys: ScopeKeys, operation: str = "", actor: str = "") -> list[Any]:
+    """The scope's entries (by scope_key, or by user_key: the episodes it shares in bot isolation),
+    the same set as the audit export, as two querysets that each walk one index in seq order;
+    `keyset_page` merges them."""
+    parts = [AuditEntry.objects.filter(user_key=keys.user_key), AuditEntry.objects.filter(scope_key=keys.scope_key)]
     if operation:
-        rows = rows.filter(operation=operation)
+        parts = [part.filter(operation=operation) for part in parts]
     if actor:
-        rows = rows.filter(actor__icontains=actor)
-    return rows
+        parts = [part.filter(actor__icontains=actor) for part in parts]
+    return parts
 
 
 @require_GET

@@ -137,3 +137,20 @@ def test_it_enforces_csrf_on_the_audit_export(admin_user, url, light_scope):
     client.force_login(admin_user)
     assert client.post(url("audit_export", light_scope.pk)).status_code == 403
     assert not AuditEntry.objects.filter(operation="audit_export").exists()
+
+
+def test_it_shows_a_bot_isolation_scopes_shared_episodes_and_its_profiles_once_each(viewer_client, url, db, system):
+    from memconsole.memory.scopes import derive_scope
+
+    shared = derive_scope("bot-a", "group_100", "bot")
+    sibling = derive_scope("bot-a", "group_101", "bot")
+    ops.remember(shared, system, "said in group 100")
+    ops.remember(sibling, system, "said in group 101")  # same user_key bot:bot-a
+    ops.replace_profile(derive_scope("bot-a", "group_100", "session"), system, "session", "", {"name": "G100"})
+    ops.remember(derive_scope("bot-z", "group_100", "bot"), system, "another bot")
+    from memconsole.memory.models import Scope
+
+    scope = Scope.objects.get(scope_key="bot-a:group_100", isolation="bot")
+    page = viewer_client.get(url("audit", scope.pk)).content.decode()
+    assert "said in group 100" in page and "said in group 101" in page and "another bot" not in page
+    assert page.count("<code>profile_update</code>") == 1 and page.count("<code>remember</code>") == 2
