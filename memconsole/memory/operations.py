@@ -279,7 +279,9 @@ def remember(
     vector = embeddings.embed([content])
     candidates: list[str] = []
     if ranking.SUPERSEDING_TAGS.intersection(tags):
-        hits = vectors.query(keys.user_key, model_id, vector[0], 20)
+        # Only active episodes can be superseded: filter in the index, or archived and superseded
+        # near-duplicates would fill the 20 nearest and hide the active one.
+        hits = vectors.query(keys.user_key, model_id, vector[0], 20, where={"status": STATUS_ACTIVE})
         candidates = [
             h.episode_id
             for h in hits

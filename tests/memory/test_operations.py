@@ -221,6 +221,17 @@ def test_it_only_supersedes_active_episodes(keys, system):
     assert (archived.status, archived.superseded_by) == ("archived", "")
 
 
+def test_it_finds_the_active_episode_to_supersede_behind_many_closer_inactive_ones(keys, system):
+    old = ops.remember(keys, system, ABOVE[0]).episode
+    closer = [ops.remember(keys, system, ABOVE[1]).episode.episode_id for _ in range(25)]
+    ops.archive(keys, system, closer)  # 25 archived copies nearer to the correction than the active episode
+
+    result = ops.remember(keys, system, ABOVE[1], tags=["correction"])
+
+    assert result.superseded == [old.episode_id]
+    assert Episode.objects.filter(episode_id__in=closer, status="archived").count() == 25
+
+
 # --- recall ---------------------------------------------------------------------------------------
 
 
