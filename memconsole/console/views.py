@@ -417,11 +417,14 @@ def _profile_owner(profile_type: str, sender_id: str) -> tuple[str, str]:
 def _diff_lines(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
     """A line diff of two profile versions: [(kind, text)] with kind in {'same', 'added', 'removed'}."""
 
+    # Outside the f-strings, where makemessages can find them.
+    name, trait, preference, notes = _("Name"), _("Trait"), _("Preference"), _("Notes")
+
     def lines(data: dict[str, Any]) -> list[str]:
-        out = [f"{_('Name')}: {data.get('name', '')}"]
-        out += [f"{_('Trait')}: {item}" for item in data.get("traits", [])]
-        out += [f"{_('Preference')}: {item}" for item in data.get("preferences", [])]
-        out += [f"{_('Notes')}: {line}" for line in (data.get("notes") or "").splitlines()]
+        out = [f"{name}: {data.get('name', '')}"]
+        out += [f"{trait}: {item}" for item in data.get("traits", [])]
+        out += [f"{preference}: {item}" for item in data.get("preferences", [])]
+        out += [f"{notes}: {line}" for line in (data.get("notes") or "").splitlines()]
         return out
 
     kinds = {" ": "same", "+": "added", "-": "removed"}
