@@ -1,0 +1,194 @@
+"""Browser fixtures: real Chromium (Debian's package) driven by Playwright's sync API against
+pytest-django's live server.
+
+Without Chromium (or the playwright package) the browser tests skip with the reason, unless
+MEMCONSOLE_REQUIRE_BROWSER=1 (set by CI), where they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.utils import timezone
+
+from memconsole.memory import operations as ops
+from memconsole.memory.models import Scope
+from memconsole.memory.scopes import ScopeKeys
+from tests.conftest import PASSWORD
+
+CHROMIUM = Path(os.environ.get("MEMCONSOLE_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+TIMEOUT_MS = 15_000
+
+XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
+EPISODE_COUNT = 23  # with 10 per page: three pages
+
+
+def browser_required() -> bool:
+    return os.environ.get("MEMCONSOLE_REQUIRE_BROWSER") == "1"
+
+
+def _skip_or_fail(reason: str) -> None:
+    if browser_required():
+        pytest.fail(f"{reason} (MEMCONSOLE_REQUIRE_BROWSER=1, so this fails instead of skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def playwright_instance() -> Iterator[Any]:
+    """Playwright for one test module.
+
+    Its sync API runs an event loop in this thread for as long as it lives, and Django's ORM
+    refuses to run beside one ("async context") unless DJANGO_ALLOW_ASYNC_UNSAFE is set. So it
+    lives per module, not per session, and the variable is set only while it does: the rest of
+    the suite keeps Django's check.
+    """
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _skip_or_fail("the playwright package is not installed (pip install -r requirements-test.txt)")
+    if not CHROMIUM.exists():
+        _skip_or_fail(f"Chromium is not installed at {CHROMIUM} (apt-get install chromium)")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        manager = sync_playwright()
+        instance = manager.start()
+        try:
+            yield instance
+        finally:
+            manager.__exit__(None, None, None)
+
+
+@pytest.fixture(scope="module")
+def browser(playwright_instance: Any) -> Iterator[Any]:
+    try:
+        chromium = playwright_instance.chromium.launch(
+            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
+        )
+    except Exception as exc:  # a broken install: say so rather than erroring in every test
+        _skip_or_fail(f"Chromium at {CHROMIUM} does not start: {exc}")
+    yield chromium
+    chromium.close()
+
+
+@dataclass
+class Console:
+    """One browser tab on the live server, with the helpers the tests share."""
+
+    page: Any
+    base_url: str
+    context: Any
+
+    def url(self, path: str) -> str:
+        return self.base_url + path
+
+    def goto(self, path: str) -> Any:
+        return self.page.goto(self.url(path))
+
+    def log_in(self, username: str, password: str = PASSWORD) -> None:
+        page = self.page
+        self.goto("/accounts/login/")
+        page.get_by_label("Username").fill(username)
+        page.get_by_label("Password").fill(password)
+        page.get_by_role("button", name="Log in", exact=True).click()
+        page.wait_for_url(self.url("/"))
+
+    def xss_fired(self) -> bool:
+        return self.page.evaluate("() => typeof window.__xss !== 'undefined'")
+
+    def screenshot(self, name: str) -> Path:
+        SCREENSHOTS.mkdir(exist_ok=True)
+        path = SCREENSHOTS / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+
+@pytest.fixture
+def new_console(browser: Any, live_server: Any) -> Iterator[Any]:
+    """Opens a fresh browser context (own cookies and storage): new_console(color_scheme=..., viewport=...)."""
+    contexts: list[Any] = []
+
+    def open_console(color_scheme: str = "light", viewport: dict[str, int] | None = None) -> Console:
+        context = browser.new_context(
+            viewport=viewport or DESKTOP,
+            color_scheme=color_scheme,
+            locale="en-GB",
+            timezone_id="UTC",
+            accept_downloads=True,
+        )
+        context.set_default_timeout(TIMEOUT_MS)
+        contexts.append(context)
+        return Console(context.new_page(), live_server.url, context)
+
+    yield open_console
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def console(new_console: Any) -> Console:
+    return new_console()
+
+
+@dataclass
+class Seeded:
+    keys: ScopeKeys
+    scope: Scope
+    other_scope: Scope
+    episode_ids: list[str]  # oldest first
+    xss_id: str
+    trip_id: str
+
+
+@pytest.fixture
+def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seeded:
+    """bot-a/group_100 with EPISODE_COUNT episodes (one holding HTML and script), a session and a
+    speaker profile, two injection snapshots; bot-b/group_200 with one episode."""
+    start = timezone.now().replace(microsecond=0) - timedelta(days=2)  # recent: recency keeps scores readable
+    ids: list[str] = []
+    speakers = [("u1", "Alice"), ("u2", "Bob")]
+    trip = ops.remember(
+        keys, system, "I am planning a trip to Beijing next month", tags=["travel"], importance=4,
+        sender_id="u1", sender_name="Alice", timestamp=start,
+    ).episode
+    ids.append(trip.episode_id)
+    xss = ops.remember(
+        keys, system, f"Alice pasted this markup: {XSS}", tags=["markup"], sender_id="u1", sender_name="Alice",
+        timestamp=start + timedelta(hours=1),
+    ).episode
+    ids.append(xss.episode_id)
+    for n in range(EPISODE_COUNT - 2):
+        sender_id, sender_name = speakers[n % 2]
+        made = ops.remember(
+            keys, system, f"Note {n:02d}: {sender_name} mentioned topic number {n} in the group chat",
+            tags=["note"], sender_id=sender_id, sender_name=sender_name, timestamp=start + timedelta(hours=2 + n),
+        ).episode
+        ids.append(made.episode_id)
+    ops.update_profile(
+        keys, system, "session", name="Travel club", add_traits=["friendly"], add_preferences=["short answers"],
+        notes="A group planning trips together.",
+    )
+    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious"])
+    ops.record_injection(keys, system, "when is the trip to Beijing?", query_id="q-1", sender_id="u1", sender_name="Alice")
+    ops.record_injection(keys, system, "what markup did Alice paste?", query_id="q-2", sender_id="u1", sender_name="Alice")
+    ops.remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
+    scope = Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
+    other = Scope.objects.get(scope_key=other_keys.scope_key, isolation=other_keys.isolation)
+    return Seeded(keys, scope, other, ids, xss.episode_id, trip.episode_id)
