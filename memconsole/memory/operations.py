@@ -805,7 +805,8 @@ def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id
         row = Profile.objects.filter(scope_key=keys.scope_key, type=profile_type, sender_id=sender_id).first()
         if row is None:
             raise NotFound("no such profile in this scope")
-        old = row.versions.filter(version=version).first() if isinstance(version, int) else None
+        is_number = isinstance(version, int) and not isinstance(version, bool)
+        old = row.versions.filter(version=version).first() if is_number else None
         if old is None:
             raise NotFound("no such profile version")
         return _save_profile(

@@ -105,6 +105,7 @@ def _bad_calls(keys, system, episode_id):
         (V, "profile", lambda: ops.replace_profile(keys, system, "session", "", ["not", "a", "dict"])),
         (N, None, lambda: ops.rollback_profile(keys, system, "speaker", "u1", 99)),
         (N, None, lambda: ops.rollback_profile(keys, system, "speaker", "u1", "1")),
+        (N, None, lambda: ops.rollback_profile(keys, system, "speaker", "u1", True)),
         (N, None, lambda: ops.rollback_profile(UNKNOWN, system, "speaker", "u1", 1)),
         (N, None, lambda: ops.rollback_profile(keys, system, "speaker", "nobody", 1)),
         # record_injection
