@@ -88,7 +88,7 @@ def _scope_context(request: HttpRequest, scope: Scope, keys: ScopeKeys, tab: str
 
 
 def _bad_request(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
-    return render(request, "console/bad_request.html", {"message": message}, status=status)
+    return render_screen(request, "console/bad_request.html", "console/_bad_request.html", {"message": message}, status)
 
 
 def _known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
@@ -160,7 +160,8 @@ def scope_open(request: HttpRequest) -> HttpResponse:
     derive = forms.DeriveForm(request.POST)
     if not derive.is_valid():
         context = {"search": forms.ScopeSearchForm(), "derive": derive, "page": None, "derived": None}
-        return render(request, "console/overview.html", {**context, **user_permissions(request.user)}, status=400)
+        context.update(user_permissions(request.user))
+        return render_screen(request, "console/overview.html", "console/_derive.html", context, 400)
     keys = derive.cleaned_data["keys"]
     if not may_use_bot(request.user, keys.bot_uuid):
         raise Http404("No such memory space.")
@@ -262,7 +263,7 @@ def episode_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_
     context = _scope_context(
         request, scope, keys, "episodes", episode=episode, newer=newer, replaces=replaces, history=history
     )
-    return render(request, "console/episode_detail.html", context)
+    return render_screen(request, "console/episode_detail.html", "console/_episode_detail.html", context)
 
 
 def _row_response(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode: Episode, message: str) -> HttpResponse:
@@ -312,7 +313,7 @@ def episode_delete(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_
     episodes_url = reverse("console:episodes", args=[scope.pk])
     if request.POST.get("confirmed") != "1":
         context = _scope_context(request, scope, keys, "episodes", episode=episode, next=_next_url(request, episodes_url))
-        return render(request, "console/episode_confirm_delete.html", context)
+        return render_screen(request, "console/episode_confirm_delete.html", "console/_episode_confirm_delete.html", context)
     try:
         ops.delete(keys, actor_for(request), [episode.episode_id])
     except NotFound:
@@ -567,15 +568,16 @@ def injection_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, snapsh
     snapshot = _snapshots(keys).filter(snapshot_id=snapshot_id).first()
     if snapshot is None:
         raise Http404("No such injection snapshot in this memory space.")
-    return render(request, "console/injection_detail.html", _scope_context(request, scope, keys, "injection", snapshot=snapshot))
+    context = _scope_context(request, scope, keys, "injection", snapshot=snapshot)
+    return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context)
 
 
 # --- audit --------------------------------------------------------------------------------------
 
 
 AUDIT_OPERATIONS = (
-    "remember", "archive", "restore", "delete", "profile_update", "profile_rollback",
-    "inject", "export", "import", "erase", "scope_open",
+    "remember", "archive", "restore", "delete", "profile_update", "profile_rollback", "inject",
+    "export", "audit_export", "import", "erase_subject", "scope_open",
 )
 
 
@@ -626,7 +628,8 @@ def audit_export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpRes
 @require_GET
 @scope_view()
 def export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    return render(request, "console/export_form.html", _scope_context(request, scope, keys, "export", form=forms.ExportForm()))
+    context = _scope_context(request, scope, keys, "export", form=forms.ExportForm())
+    return render_screen(request, "console/export_form.html", "console/_export_form.html", context)
 
 
 @require_POST
@@ -637,7 +640,7 @@ def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> Http
     form = forms.ExportForm(request.POST)
     if not form.is_valid():
         context = _scope_context(request, scope, keys, "export", form=form)
-        return render(request, "console/export_form.html", context, status=400)
+        return render_screen(request, "console/export_form.html", "console/_export_form.html", context, 400)
     try:
         chunks = exports.stream_scope_export(
             keys,
@@ -647,7 +650,8 @@ def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> Http
         )
     except MemoryValidationError as exc:
         form.add_error(None, exc.message)
-        return render(request, "console/export_form.html", _scope_context(request, scope, keys, "export", form=form), status=400)
+        context = _scope_context(request, scope, keys, "export", form=form)
+        return render_screen(request, "console/export_form.html", "console/_export_form.html", context, 400)
     except MemoryPermissionDenied:
         raise PermissionDenied from None
     response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
@@ -675,7 +679,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         if scope is not None:
             initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
         form = forms.ImportForm(initial=initial, formats=_import_formats())
-        return render(request, "console/import_form.html", {"form": form})
+        return render_screen(request, "console/import_form.html", "console/_import_report.html", {"form": form})
     form = forms.ImportForm(request.POST, request.FILES, formats=_import_formats())
     report, targets, status = None, [], 400
     if form.is_valid():
@@ -716,9 +720,6 @@ def _run_import(request: HttpRequest, form: forms.ImportForm) -> tuple[dict[str,
 
 
 # --- diagnostics --------------------------------------------------------------------------------
-
-
-HEALTH_LEVELS = {"ok": "green", "green": "green", "warn": "amber", "warning": "amber", "amber": "amber"}
 
 
 def _diagnostics_context(request: HttpRequest, form: forms.PageForm) -> dict[str, Any]:

@@ -151,6 +151,10 @@ def test_it_marks_console_pages_never_cached_and_varied_on_htmx(viewer_client, u
 def test_it_answers_htmx_requests_with_fragments_only(admin_client_, url, scope, scope_with_episodes, snapshot):
     pages = [
         url("overview"),
+        url("episode_detail", scope.pk, scope_with_episodes[0].episode_id),
+        url("injection_detail", scope.pk, snapshot.snapshot_id),
+        url("export", scope.pk),
+        url("import"),
         url("profiles", scope.pk),
         url("profile_detail", scope.pk, "session"),
         url("episodes", scope.pk),
@@ -165,3 +169,20 @@ def test_it_answers_htmx_requests_with_fragments_only(admin_client_, url, scope,
         assert b"<html" in full.content, address
         assert b"<html" not in fragment.content and b"<body" not in fragment.content, address
         assert b"swap-region" in fragment.content, address
+
+
+def test_it_answers_bad_htmx_requests_with_a_fragment_too(admin_client_, url, scope, scope_with_episodes):
+    for address, data in [
+        (url("injection", scope.pk), {"cursor": "bad"}),
+        (url("profiles", scope.pk), {"cursor": "bad"}),
+        (url("diagnostics"), {"cursor": "bad"}),
+    ]:
+        response = admin_client_.get(address, data, **htmx())
+        assert response.status_code == 400 and b"<html" not in response.content, address
+        assert b'class="form-errors" role="alert"' in response.content, address
+    response = admin_client_.post(url("episode_delete", scope.pk, scope_with_episodes[0].episode_id), **htmx())
+    assert response.status_code == 200 and b"<html" not in response.content and b'name="confirmed"' in response.content
+    response = admin_client_.post(url("export_download", scope.pk), {}, **htmx())
+    assert response.status_code == 400 and b"<html" not in response.content
+    response = admin_client_.post(url("scope_open"), {"session_name": ""}, **htmx())
+    assert response.status_code == 400 and b"<html" not in response.content
