@@ -309,6 +309,7 @@ def test_it_switches_to_chinese_and_to_the_dark_theme(new_console, seeded: Seede
     for word in ("Profiles", "Episodes", "Injection", "Audit", "Export"):
         expect(tabs.get_by_role("link", name=names[word], exact=True)).to_be_visible()
     expect(page.get_by_role("button", name=names["Search"], exact=True)).to_be_visible()
+    console.screenshot("episodes-desktop-dark-zh")
     console.goto(f"/scopes/{seeded.scope.pk}/audit/")  # the choice is remembered on the next page
     expect(html).to_have_attribute("lang", "zh-hans")
     expect(page.get_by_role("button", name=names["Log out"])).to_be_visible()
