@@ -110,17 +110,17 @@ class Site:
     @classmethod
     def create(cls, root: Path, **settings: Any) -> Site:
         root.mkdir(parents=True, exist_ok=True)
-        env = clean_env(
-            DATABASE_URL=f"sqlite:///{root / 'db.sqlite3'}",  # an absolute path: sqlite:////abs/path
-            CHROMA_PATH=root / "chroma",
-            MEMCONSOLE_MODEL_DIR=MODEL_DIR,
-            MEMCONSOLE_VAR_DIR=root / "var",
-            SECRET_KEY="reliability-" + "s" * 40,
-            MEMCONSOLE_AUDIT_KEY="reliability-audit-key",
-            MEMCONSOLE_API_RATE_PER_MINUTE=1_000_000,
-            MEMCONSOLE_LOG_LEVEL="WARNING",
-            **settings,
-        )
+        defaults: dict[str, Any] = {
+            "DATABASE_URL": f"sqlite:///{root / 'db.sqlite3'}",  # an absolute path: sqlite:////abs/path
+            "CHROMA_PATH": root / "chroma",
+            "MEMCONSOLE_MODEL_DIR": MODEL_DIR,
+            "MEMCONSOLE_VAR_DIR": root / "var",
+            "SECRET_KEY": "reliability-" + "s" * 40,
+            "MEMCONSOLE_AUDIT_KEY": "reliability-audit-key",
+            "MEMCONSOLE_API_RATE_PER_MINUTE": 1_000_000,
+            "MEMCONSOLE_LOG_LEVEL": "WARNING",
+        }
+        env = clean_env(**{**defaults, **settings})
         return cls(root, env)
 
     @property
