@@ -33,7 +33,7 @@ def test_it_shows_an_empty_state_without_scopes(viewer_client, url):
     assert "No memory spaces yet" in page
 
 
-def test_it_finds_a_scope_by_part_of_its_name_or_bot(viewer_client, url, scope, other_scope):
+def test_it_finds_a_scope_by_part_of_its_name_or_bot(viewer_client, url, light_scope, other_scope):
     page = viewer_client.get(url("overview"), {"q": "200"}).content.decode()
     assert "group_200" in page and "group_100" not in page
     page = viewer_client.get(url("overview"), {"q": "bot-a"}).content.decode()
@@ -42,7 +42,7 @@ def test_it_finds_a_scope_by_part_of_its_name_or_bot(viewer_client, url, scope, 
     assert "No memory space matches" in page
 
 
-def test_it_hides_scopes_outside_the_users_grants(granted_client, url, scope, other_scope):
+def test_it_hides_scopes_outside_the_users_grants(granted_client, url, light_scope, other_scope):
     page = granted_client.get(url("overview")).content.decode()
     assert "group_200" in page and "group_100" not in page
 
@@ -80,12 +80,12 @@ def test_it_answers_400_with_an_inline_error_to_bad_list_input(viewer_client, ur
     assert 'class="form-errors" role="alert"' in response.content.decode()
 
 
-def test_it_derives_keys_and_links_to_a_known_scope(viewer_client, url, scope):
+def test_it_derives_keys_and_links_to_a_known_scope(viewer_client, url, light_scope):
     response = viewer_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
     page = response.content.decode()
     assert response.status_code == 200
     assert "<code>bot-a:group_100</code>" in page
-    assert f'href="{url("episodes", scope.pk)}">Open this memory space</a>' in page
+    assert f'href="{url("episodes", light_scope.pk)}">Open this memory space</a>' in page
 
 
 def test_it_derives_bot_isolation_keys(viewer_client, url):
@@ -118,14 +118,14 @@ def test_it_answers_400_with_inline_errors_to_a_bad_derive(viewer_client, url, q
     assert 'class="field-error"' in response.content.decode() or 'class="form-errors"' in response.content.decode()
 
 
-def test_it_refuses_to_derive_a_bot_outside_the_grants(granted_client, url, scope):
+def test_it_refuses_to_derive_a_bot_outside_the_grants(granted_client, url, light_scope):
     response = granted_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
     assert response.status_code == 400
     page = response.content.decode()
     assert "You do not have access to this bot" in page and "Open this memory space" not in page
 
 
-def test_it_answers_htmx_searches_and_derives_with_their_fragments(viewer_client, url, scope):
+def test_it_answers_htmx_searches_and_derives_with_their_fragments(viewer_client, url, light_scope):
     fragment = viewer_client.get(url("overview"), {"q": "group"}, **htmx("scope-list")).content.decode()
     assert fragment.lstrip().startswith('<div id="scope-list"') and "<html" not in fragment
     derived = viewer_client.get(
@@ -142,10 +142,10 @@ def test_it_opens_a_new_space_for_an_operator_and_audits_it(operator_client, url
     assert entry.actor == "user:operator" and entry.scope_key == "bot-z:group_9"
 
 
-def test_it_opens_a_known_space_without_writing(viewer_client, url, scope):
+def test_it_opens_a_known_space_without_writing(viewer_client, url, light_scope):
     before = AuditEntry.objects.count()
     response = viewer_client.post(url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
-    assert response.status_code == 302 and response["Location"] == url("episodes", scope.pk)
+    assert response.status_code == 302 and response["Location"] == url("episodes", light_scope.pk)
     assert AuditEntry.objects.count() == before
 
 
