@@ -278,10 +278,18 @@ def remember(
     model_id = embeddings.current_model_id()
     vector = embeddings.embed([content])
     candidates: list[str] = []
+    supersede_skipped = ""
     if ranking.SUPERSEDING_TAGS.intersection(tags):
         # Only active episodes can be superseded: filter in the index, or archived and superseded
         # near-duplicates would fill the 20 nearest and hide the active one.
-        hits = vectors.query(keys.user_key, model_id, vector[0], 20, where={"status": STATUS_ACTIVE})
+        try:
+            hits = vectors.query(keys.user_key, model_id, vector[0], 20, where={"status": STATUS_ACTIVE})
+        except vectors.VectorIndexError as exc:
+            # The episode itself must not be lost because the index is down or needs a reindex:
+            # store it, record in its audit entry that nothing was superseded and why.
+            log.error("correction stored without supersede check: %s", exc)
+            supersede_skipped = str(exc)
+            hits = []
         candidates = [
             h.episode_id
             for h in hits
@@ -331,7 +339,11 @@ def remember(
             query_id=query_id,
             summary=f"remembered: {content}",
             after=_episode_snapshot(episode),
-            metadata={"superseded": [old.episode_id for old in superseded], "source": source},
+            metadata={
+                "superseded": [old.episode_id for old in superseded],
+                "source": source,
+                **({"supersede_skipped": supersede_skipped} if supersede_skipped else {}),
+            },
         )
         _count(keys.user_key, active=1 - len(superseded), superseded=len(superseded))
 

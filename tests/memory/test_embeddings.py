@@ -12,7 +12,7 @@ from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_
 
 from memconsole.lib import embeddings, vectors
 from memconsole.memory import operations as ops
-from memconsole.memory.models import Episode
+from memconsole.memory.models import AuditEntry, Episode
 from tests.conftest import MODEL_DIR
 
 TEXTS = [
@@ -187,3 +187,15 @@ def test_it_finds_a_chinese_paraphrase_above_unrelated_episodes(keys, system):
     assert hits[0].episode.episode_id == trip.episode_id
     assert hits[0].breakdown.exact == 1.0
     assert hits[0].breakdown.similarity > hits[1].breakdown.similarity + 0.05
+
+
+@pytest.mark.django_db
+def test_it_keeps_a_correction_when_the_index_cannot_check_what_it_supersedes(keys, system, settings, tmp_path):
+    old = ops.remember(keys, system, "Alice lives in Paris").episode
+    settings.MEMCONSOLE_MODEL_DIR = tmp_path / "no-model"  # the index now refuses this model's searches
+    result = ops.remember(keys, system, "Alice lives in Berlin, not Paris", tags=["correction"])
+    assert Episode.objects.filter(episode_id=result.episode.episode_id).exists()
+    assert result.superseded == [] and not result.indexed
+    assert Episode.objects.get(pk=old.pk).status == "active"
+    entry = AuditEntry.objects.get(target_id=result.episode.episode_id)
+    assert "reindex" in entry.payload["metadata"]["supersede_skipped"]
