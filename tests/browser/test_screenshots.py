@@ -62,4 +62,15 @@ def test_it_takes_a_screenshot_of_every_screen(new_console, seeded: Seeded, admi
             if scroll_width > viewport["width"] + 1:
                 problems.append(f"{name} ({scheme}): the page is {scroll_width}px wide on a {viewport['width']}px screen")
             console.screenshot(f"{name}-{width}-{scheme}")
+    # Spanish has the longest words: the pages must still fit.
+    page.get_by_role("button", name="Change language").wait_for()
+    page.get_by_label("Language").select_option("es")
+    page.get_by_role("button", name="Change language").click()
+    page.wait_for_function("() => document.documentElement.lang === 'es'")
+    for name in ("episodes", "search", "diagnostics"):
+        console.goto(screens(seeded)[name])
+        scroll_width = page.evaluate("() => document.documentElement.scrollWidth")
+        if scroll_width > viewport["width"] + 1:
+            problems.append(f"{name} (es): the page is {scroll_width}px wide on a {viewport['width']}px screen")
+        console.screenshot(f"{name}-{width}-dark-es")
     assert not problems, "\n".join(problems)
