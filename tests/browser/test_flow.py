@@ -31,6 +31,13 @@ class Dialogs:
         self.accept = True
         console.page.on("dialog", self._answer)
 
+    def wait_for(self, count: int, page) -> None:
+        for _ in range(100):
+            if len(self.messages) >= count:
+                return
+            page.wait_for_timeout(50)
+        raise AssertionError(f"expected {count} confirmation dialogs, saw {self.messages}")
+
     def _answer(self, dialog) -> None:
         self.messages.append(dialog.message)
         if self.accept:
@@ -153,6 +160,8 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     expect(page.locator("#scope-counts")).to_contain_text("1 archived")
 
     page.get_by_role("link", name="Clear the search").click()
+    expect(page).not_to_have_url(re.compile(r"[?&]q="))
+    expect(page.get_by_label("Search episodes")).to_have_value("")
     expect(page.locator(f"#episode-{seeded.trip_id}")).to_have_count(0)  # active episodes only
     page.get_by_label("Status").select_option("archived")
     page.get_by_role("button", name="Apply filters").click()
@@ -170,7 +179,9 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     page.get_by_role("button", name="Apply filters").click()
     row = page.locator(f"#episode-{victim}")
     dialogs.accept = False
+    asked = len(dialogs.messages)
     row.get_by_role("button", name="Delete", exact=True).click()
+    dialogs.wait_for(asked + 1, page)
     expect(row.get_by_role("button", name="Delete", exact=True)).to_be_visible()
     assert dialogs.messages[-1] == f"Delete episode {victim} for good? This cannot be undone."
     assert Episode.objects.filter(episode_id=victim).exists()
@@ -184,7 +195,9 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     page.get_by_role("link", name="Audit", exact=True).click()
     expect(page).to_have_url(re.compile(rf"/scopes/{seeded.scope.pk}/audit/$"))
     table = page.get_by_role("table", name="Audit entries, newest first")
-    operations = table.locator("tbody tr td:nth-child(3)").all_inner_texts()
+    cells = table.locator("tbody tr td:nth-child(3)")
+    expect(cells.first).to_have_text("delete")
+    operations = cells.all_inner_texts()
     assert operations[:4] == ["delete", "restore", "archive", "inject"]
     expect(table.locator("tbody tr").first).to_contain_text(victim)
     table.locator("tbody tr").first.get_by_text("Before and after").click()
@@ -192,7 +205,7 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     page.get_by_label("Operation").fill("archive")
     page.get_by_role("button", name="Apply filters").click()
     expect(page).to_have_url(re.compile(r"operation=archive"))
-    assert table.locator("tbody tr td:nth-child(3)").all_inner_texts() == ["archive"]
+    expect(cells).to_have_text(["archive"])
 
 
 @pytest.mark.browser
@@ -229,7 +242,9 @@ def test_it_edits_a_profile_and_rolls_it_back(console: Console, seeded: Seeded, 
     expect(page.get_by_label("Traits (one per line)")).to_have_value(re.compile(r"trait 24$"))
 
     page.get_by_role("link", name="Audit", exact=True).click()
-    operations = page.locator("table.audit tbody tr td:nth-child(3)").all_inner_texts()
+    cells = page.locator("table.audit tbody tr td:nth-child(3)")
+    expect(cells.first).to_have_text("profile_rollback")
+    operations = cells.all_inner_texts()
     assert operations[:2] == ["profile_rollback", "profile_update"]
 
 
