@@ -122,15 +122,17 @@ class Console:
 
 @pytest.fixture
 def new_console(browser: Any, live_server: Any) -> Iterator[Any]:
-    """Opens a fresh browser context (own cookies and storage): new_console(color_scheme=..., viewport=...)."""
+    """Opens a fresh browser context (own cookies and storage): new_console(color_scheme=, viewport=, timezone_id=)."""
     contexts: list[Any] = []
 
-    def open_console(color_scheme: str = "light", viewport: dict[str, int] | None = None) -> Console:
+    def open_console(
+        color_scheme: str = "light", viewport: dict[str, int] | None = None, timezone_id: str = "UTC"
+    ) -> Console:
         context = browser.new_context(
             viewport=viewport or DESKTOP,
             color_scheme=color_scheme,
             locale="en-GB",
-            timezone_id="UTC",
+            timezone_id=timezone_id,
             accept_downloads=True,
         )
         context.set_default_timeout(TIMEOUT_MS)

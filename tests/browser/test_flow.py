@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -303,7 +304,7 @@ def test_it_runs_the_health_check(console: Console, seeded: Seeded, admin_user) 
 
 @pytest.mark.browser
 def test_it_switches_to_chinese_and_to_the_dark_theme(new_console, seeded: Seeded, admin_user) -> None:
-    console = new_console(color_scheme="light")
+    console = new_console(color_scheme="light", timezone_id="Asia/Shanghai")
     page = console.page
     console.log_in("admin")
     console.goto(episodes_path(seeded))
@@ -330,6 +331,11 @@ def test_it_switches_to_chinese_and_to_the_dark_theme(new_console, seeded: Seede
         expect(tabs.get_by_role("link", name=names[word], exact=True)).to_be_visible()
     expect(page.get_by_role("button", name=names["Search"], exact=True)).to_be_visible()
     console.screenshot("episodes-desktop-dark-zh")
+
+    # Times read in the browser's zone (UTC+8 here), the UTC value on hover.
+    stamp = page.locator("tr.episode-row time[datetime]").first
+    utc = datetime.strptime(stamp.get_attribute("title"), "%Y-%m-%d %H:%M:%S UTC")
+    expect(stamp).to_contain_text((utc + timedelta(hours=8)).strftime("%H:%M:%S"))
     console.goto(f"/scopes/{seeded.scope.pk}/audit/")  # the choice is remembered on the next page
     expect(html).to_have_attribute("lang", "zh-hans")
     expect(page.get_by_role("button", name=names["Log out"])).to_be_visible()
