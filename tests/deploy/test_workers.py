@@ -102,8 +102,13 @@ def deployment(postgres_url, chroma_server, tmp_path_factory):
         WEB_CONCURRENCY=WORKERS,
         GUNICORN_THREADS=1,
     )
-    manage(env, "migrate", "--noinput", "-v", "0")
-    manage(env, "collectstatic", "--noinput", "-v", "0")  # production storage needs its manifest
+    with ThreadPoolExecutor(max_workers=2) as pool:  # independent steps: run them side by side
+        steps = [
+            pool.submit(manage, env, "migrate", "--noinput", "-v", "0"),
+            pool.submit(manage, env, "collectstatic", "--noinput", "-v", "0"),  # production storage needs its manifest
+        ]
+        for step in steps:
+            step.result()
     created = manage_json(env, SETUP_SCRIPT % {"password": PASSWORD, "bot": BOT})
     server = Gunicorn.start(env, tmp_path / "gunicorn.log")
     try:
