@@ -72,6 +72,15 @@ def max_content_chars() -> int:
     return settings.MEMCONSOLE_MAX_CONTENT_CHARS
 
 
+def _is_utf8(value: str) -> bool:
+    """False for strings no database or tokenizer can take (lone surrogates, e.g. from JSON "\\ud800")."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _text(value: Any, name: str, max_chars: int, required: bool = False) -> str:
     if value is None:
         value = ""
@@ -79,6 +88,8 @@ def _text(value: Any, name: str, max_chars: int, required: bool = False) -> str:
         raise ValidationError(f"{name} must be a string", field=name)
     if "\x00" in value:
         raise ValidationError(f"{name} contains a NUL character", field=name)
+    if not _is_utf8(value):
+        raise ValidationError(f"{name} is not valid text (it holds a lone surrogate)", field=name)
     if required and not value.strip():
         raise ValidationError(f"{name} must not be empty", field=name)
     if len(value) > max_chars:
@@ -575,10 +586,20 @@ def recall(
 # --- lifecycle ----------------------------------------------------------------------------------
 
 
-def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: list[str], status: str, operation: str) -> list[Episode]:
-    _allow(actor, keys)
+def _episode_ids(episode_ids: Any) -> list[str]:
+    """A list of episode ids as given, or ValidationError (anything else, e.g. an object, is refused)."""
+    if isinstance(episode_ids, str) or not isinstance(episode_ids, (list, tuple, set, frozenset)):
+        raise ValidationError("episode_ids must be a list of episode ids", field="episode_ids")
+    if not all(isinstance(episode_id, str) for episode_id in episode_ids):
+        raise ValidationError("episode ids must be strings", field="episode_ids")
     if not episode_ids:
         raise ValidationError("no episodes selected", field="episode_ids")
+    return list(episode_ids)
+
+
+def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: list[str], status: str, operation: str) -> list[Episode]:
+    _allow(actor, keys)
+    episode_ids = _episode_ids(episode_ids)
     changed = []
     with transaction.atomic():
         rows = {
@@ -634,8 +655,7 @@ def restore(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episo
 def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
     """Hard-delete episodes and their vectors; each audit entry keeps what was deleted."""
     _allow(actor, keys)
-    if not episode_ids:
-        raise ValidationError("no episodes selected", field="episode_ids")
+    episode_ids = _episode_ids(episode_ids)
     with transaction.atomic():
         rows = list(Episode.objects.select_for_update().filter(user_key=keys.user_key, episode_id__in=episode_ids))
         if len(rows) != len(set(episode_ids)):
