@@ -222,6 +222,8 @@ def _str(value: Any, where: str, name: str, max_chars: int, required: bool = Fal
     value = str(value)
     if "\x00" in value:
         raise _fail(where, name, "contains a NUL character")
+    if not operations._is_utf8(value):
+        raise _fail(where, name, "is not valid text (it holds a lone surrogate)")
     if required and not value.strip():
         raise _fail(where, name, "is missing or empty")
     if len(value) > max_chars:
@@ -260,6 +262,8 @@ def _tags(value: Any, where: str) -> list[str]:
         tag = item.strip()
         if "\x00" in tag:
             raise _fail(where, "tags", "contains a NUL character")
+        if not operations._is_utf8(tag):
+            raise _fail(where, "tags", "is not valid text (it holds a lone surrogate)")
         if len(tag) > operations.MAX_TAG_CHARS:
             raise _fail(where, "tags", f"a tag is longer than {operations.MAX_TAG_CHARS} characters")
         if tag and tag not in out:
@@ -306,6 +310,8 @@ def _old_id(value: Any, where: str) -> str:
     value = str(value).strip()
     if len(value) > 255:
         raise _fail(where, "id", "is longer than 255 characters")
+    if not operations._is_utf8(value):
+        raise _fail(where, "id", "is not valid text (it holds a lone surrogate)")
     return value
 
 
@@ -502,6 +508,13 @@ def _open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.C
         if check != b"ok":
             raise ImportFileError(f"the database is damaged or truncated ({check.decode(errors='replace')[:200]})")
         for table, columns in tables.items():
+            # Only an ordinary table: a view (or virtual table) in a hostile file runs SQL of the
+            # file's choosing on every read, e.g. an endless recursive query (a CPU/memory bomb).
+            kind = connection.execute(
+                "SELECT type, sql FROM sqlite_master WHERE name = ? COLLATE NOCASE", (table,)
+            ).fetchone()
+            if kind is not None and (kind[0] != b"table" or (kind[1] or b"").lstrip().upper().startswith(b"CREATE VIRTUAL")):
+                raise ImportFileError(f"not a {fmt} memory.db: '{table}' is not an ordinary table")
             found = {row[1].decode() for row in connection.execute(f"PRAGMA table_info({table})")}
             if not found:
                 raise ImportFileError(f"not a {fmt} memory.db: there is no '{table}' table")
