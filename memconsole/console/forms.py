@@ -321,3 +321,52 @@ class ImportForm(ConsoleForm):
         except MemoryValidationError as exc:
             self.add_error(exc.field if exc.field in self.fields else None, exc.message)
         return data
+
+
+class ErasureForm(ConsoleForm):
+    """Whom to erase. The speaker id is kept exactly as typed (episodes store it unstripped); a user
+    limited to some bots picks one of them, since erasing across every bot needs an unrestricted admin."""
+
+    sender_id = forms.CharField(label=_("Speaker ID"), max_length=ops.MAX_SENDER_CHARS, strip=False)
+    bot_uuid = forms.CharField(
+        label=_("Bot UUID"),
+        required=False,
+        max_length=MAX_BOT_UUID,
+        help_text=_("Leave empty to erase this speaker in every bot."),
+    )
+
+    def __init__(self, *args: Any, bots: frozenset[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if bots is not None:
+            field = self.fields["bot_uuid"]
+            field.widget = forms.Select(choices=[(bot, bot) for bot in sorted(bots)])
+            field.help_text = _("Your account is limited to these bots: erase within one of them.")
+
+    def clean_sender_id(self) -> str:
+        sender_id = self.cleaned_data["sender_id"]
+        if not sender_id.strip():
+            raise forms.ValidationError(self.fields["sender_id"].error_messages["required"], code="required")
+        return sender_id
+
+
+class ErasureConfirmForm(ErasureForm):
+    """The last step: the speaker id and bot carried over, and the speaker id typed again."""
+
+    confirmation = forms.CharField(
+        label=_("Type the speaker ID again to confirm"),
+        max_length=ops.MAX_SENDER_CHARS,
+        strip=False,
+        widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for name in ("sender_id", "bot_uuid"):
+            self.fields[name].widget = forms.HiddenInput()
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        typed, sender_id = data.get("confirmation"), data.get("sender_id")
+        if typed is not None and sender_id is not None and typed != sender_id:
+            self.add_error("confirmation", _("This does not match the speaker ID. Type it exactly as shown above."))
+        return data

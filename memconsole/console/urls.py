@@ -44,6 +44,8 @@ urlpatterns = [
     path("scopes/<int:scope_id>/export/", views.export, name="export"),
     path("scopes/<int:scope_id>/export/download/", views.export_download, name="export_download"),
     path("import/", views.import_upload, name="import"),
+    path("erasure/", views.erasure_form, name="erasure"),
+    path("erasure/run/", views.erasure_run, name="erasure_run"),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
     path("diagnostics/run/", views.diagnostics_run, name="diagnostics_run"),
 ]

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import trigger_client_event
 
 from memconsole.lib.vectors import VectorIndexError
-from memconsole.memory import audit, roles
+from memconsole.memory import audit, erasure, roles
 from memconsole.memory import operations as ops
 from memconsole.memory.errors import NotFound
 from memconsole.memory.errors import PermissionDenied as MemoryPermissionDenied
@@ -758,3 +758,76 @@ def diagnostics_run(request: HttpRequest) -> HttpResponse:
         return render(request, "console/_health.html", _diagnostics_context(request, form))
     messages.success(request, _("The health check has run; its results are below."))
     return redirect("console:diagnostics")
+
+
+# --- erasure ------------------------------------------------------------------------------------
+
+
+def _erasure_bot(request: HttpRequest, form: forms.ErasureForm) -> str:
+    """The bot to erase within ('' = every bot): 404 outside the user's grants, 403 for every bot
+    when the user is limited to some."""
+    bot_uuid = form.cleaned_data["bot_uuid"]
+    allowed = roles.allowed_bots(request.user)
+    if allowed is not None:
+        if not bot_uuid:
+            raise PermissionDenied
+        if bot_uuid not in allowed:
+            raise Http404("No such bot.")
+    return bot_uuid
+
+
+def _erase(request: HttpRequest, form: forms.ErasureForm, bot_uuid: str, *, dry_run: bool) -> erasure.ErasureReport | None:
+    """Runs `erase_subject` (which writes the audited receipt); None with the error on the form."""
+    try:
+        return erasure.erase_subject(
+            form.cleaned_data["sender_id"], bot_uuid=bot_uuid or None, actor=actor_for(request), dry_run=dry_run
+        )
+    except MemoryValidationError as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        return None
+    except MemoryPermissionDenied:
+        raise PermissionDenied from None
+
+
+def _erasure_screen(request: HttpRequest, context: dict[str, Any], status: int = 200) -> HttpResponse:
+    return render_screen(request, "console/erasure.html", "console/_erasure.html", context, status)
+
+
+@require_http_methods(["GET", "POST"])
+@console_view
+def erasure_form(request: HttpRequest) -> HttpResponse:
+    """Erase a person, steps 1 and 2: the form, then a dry run (POST) that counts what would go and
+    asks for the speaker id again. The id travels in request bodies, never in a URL or its logs."""
+    require_perm(request.user, roles.VIEW)
+    require_perm(request.user, roles.DELETE)
+    bots = roles.allowed_bots(request.user)
+    form = forms.ErasureForm(request.POST if request.method == "POST" else None, bots=bots)
+    if not form.is_bound:
+        return _erasure_screen(request, {"form": form})
+    if not form.is_valid():
+        return _erasure_screen(request, {"form": form}, 400)
+    bot_uuid = _erasure_bot(request, form)
+    report = _erase(request, form, bot_uuid, dry_run=True)
+    if report is None:
+        return _erasure_screen(request, {"form": form}, 400)
+    confirm = forms.ErasureConfirmForm(initial={"sender_id": form.cleaned_data["sender_id"], "bot_uuid": bot_uuid})
+    return _erasure_screen(request, {"form": form, "report": report, "confirm": confirm})
+
+
+@require_POST
+@console_view
+def erasure_run(request: HttpRequest) -> HttpResponse:
+    """Erase a person, step 3: with the speaker id typed again, erase for real and show the receipt."""
+    require_perm(request.user, roles.VIEW)
+    require_perm(request.user, roles.DELETE)
+    form = forms.ErasureForm(request.POST, bots=roles.allowed_bots(request.user))
+    if not form.is_valid():
+        return _erasure_screen(request, {"form": form}, 400)
+    bot_uuid = _erasure_bot(request, form)
+    confirm = forms.ErasureConfirmForm(request.POST)
+    report = _erase(request, form, bot_uuid, dry_run=not confirm.is_valid())
+    if report is None:
+        return _erasure_screen(request, {"form": form}, 400)
+    if report.dry_run:  # the typed id did not match: the counts again, with the error
+        return _erasure_screen(request, {"form": form, "report": report, "confirm": confirm}, 400)
+    return _erasure_screen(request, {"receipt": report})

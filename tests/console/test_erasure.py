@@ -1,0 +1,196 @@
+"""The Erasure screen: count what erasing a speaker would remove, confirm by typing the id again,
+erase (audited receipt), for unrestricted admins everywhere and for granted admins within their bots."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+from memconsole.lib import vectors
+from memconsole.memory import operations as ops
+from memconsole.memory.audit import verify_audit_chain
+from memconsole.memory.models import AuditEntry, BotGrant, Episode, InjectionSnapshot, Profile, ProfileVersion
+
+from .conftest import htmx, plain_episodes
+
+pytestmark = pytest.mark.django_db
+
+TABLES = (Episode, Profile, ProfileVersion, AuditEntry, InjectionSnapshot)
+
+
+def row_counts() -> dict[str, int]:
+    return {model.__name__: model.objects.count() for model in TABLES}
+
+
+@pytest.fixture
+def speaker_in_two_bots(db, keys, other_keys, system) -> str:
+    """Speaker u7 with episodes in bot-a and bot-b and a profile in bot-a; no vectors (counting,
+    refusing and validating never touch the index)."""
+    for scope_keys, sender_id, n in ((keys, "u7", 2), (other_keys, "u7", 1), (keys, "u8", 1)):
+        rows = plain_episodes(scope_keys, n, sender_id=sender_id)
+        Episode.objects.filter(pk__in=[row.pk for row in rows]).update(bot_uuid=scope_keys.bot_uuid)
+    ops.replace_profile(
+        keys, system, "speaker", "u7", {"name": "Seven", "traits": ["tall"], "preferences": [], "notes": ""}
+    )
+    return "u7"
+
+
+@pytest.fixture
+def granted_admin_client(admin_user) -> Client:
+    """An admin limited to bot-b."""
+    BotGrant.objects.create(user=admin_user, bot_uuid="bot-b")
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+def test_it_sends_anonymous_users_to_the_login_page(client, url):
+    for response in (
+        client.get(url("erasure")),
+        client.post(url("erasure"), {"sender_id": "u7"}),
+        client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}),
+    ):
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+
+
+@pytest.mark.parametrize("who", ["viewer_client", "operator_client"])
+def test_it_refuses_the_erasure_to_viewers_and_operators(request, url, speaker_in_two_bots, who):
+    client = request.getfixturevalue(who)
+    before = row_counts()
+    assert client.get(url("erasure")).status_code == 403
+    assert client.post(url("erasure"), {"sender_id": "u7"}).status_code == 403
+    assert client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}).status_code == 403
+    assert row_counts() == before
+    assert f'href="{url("erasure")}"' not in client.get(url("overview")).content.decode()
+
+
+def test_it_shows_the_form_to_admins_and_links_it_from_the_header(admin_client_, url):
+    page = admin_client_.get(url("erasure")).content.decode()
+    assert (
+        '<label for="id_sender_id">Speaker ID</label>' in page and '<label for="id_bot_uuid">Bot UUID</label>' in page
+    )
+    assert '<button type="submit">Count what would be erased</button>' in page
+    assert f'action="{url("erasure")}"' in page and f'hx-post="{url("erasure")}"' in page
+    assert f'<a href="{url("erasure")}">Erasure</a>' in admin_client_.get(url("overview")).content.decode()
+
+
+@pytest.mark.parametrize(("method", "name"), [("put", "erasure"), ("delete", "erasure"), ("get", "erasure_run")])
+def test_it_answers_405_to_the_wrong_method(admin_client_, url, method, name):
+    assert getattr(admin_client_, method)(url(name)).status_code == 405
+
+
+@pytest.mark.parametrize("sender_id", ["", "   ", "x" * (ops.MAX_SENDER_CHARS + 1), "u\x007"])
+@pytest.mark.parametrize("name", ["erasure", "erasure_run"])
+def test_it_answers_400_with_an_inline_error_to_a_bad_speaker_id(
+    admin_client_, url, speaker_in_two_bots, name, sender_id
+):
+    before = row_counts()
+    response = admin_client_.post(url(name), {"sender_id": sender_id, "confirmation": sender_id})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert '<p class="field-error" id="id_sender_id_error">' in page and 'aria-invalid="true"' in page
+    assert row_counts() == before
+
+
+def test_it_answers_400_to_a_bot_uuid_the_domain_rejects(admin_client_, url, speaker_in_two_bots):
+    response = admin_client_.post(url("erasure"), {"sender_id": "u7", "bot_uuid": "bot:a"})
+    assert response.status_code == 400 and b"bot_uuid may not contain" in response.content
+
+
+def test_it_counts_what_would_be_erased_without_writing_anything(admin_client_, url, speaker_in_two_bots):
+    before = row_counts()
+    response = admin_client_.post(url("erasure"), {"sender_id": "u7"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert "<dt>Episodes</dt><dd>3</dd>" in page and "<dt>Speaker profiles</dt><dd>1</dd>" in page
+    assert "<dt>Memory spaces</dt><dd>2</dd>" in page and "<dd>every bot</dd>" in page
+    assert "<dt>Audit entries redacted</dt><dd>1</dd>" in page  # the profile change
+    assert "Dry run: nothing has been erased yet." in page
+    assert f'action="{url("erasure_run")}"' in page and 'hx-confirm="Erase speaker u7 permanently?' in page
+    assert '<input type="hidden" name="sender_id" value="u7"' in page
+    assert '<label for="id_confirmation">Type the speaker ID again to confirm</label>' in page
+    assert '<button type="submit" class="danger">Erase permanently</button>' in page
+    assert row_counts() == before
+
+
+def test_it_says_when_there_is_nothing_to_erase(admin_client_, url, speaker_in_two_bots):
+    page = admin_client_.post(url("erasure"), {"sender_id": "nobody"}).content.decode()
+    assert "Nothing was found for this speaker ID" in page and "Erase permanently" not in page
+
+
+def test_it_refuses_a_confirmation_that_does_not_match(admin_client_, url, speaker_in_two_bots):
+    before = row_counts()
+    response = admin_client_.post(url("erasure_run"), {"sender_id": "u7", "bot_uuid": "", "confirmation": "u8"})
+    assert response.status_code == 400
+    page = response.content.decode()
+    assert "This does not match the speaker ID." in page and "<dt>Episodes</dt><dd>3</dd>" in page
+    assert row_counts() == before
+
+
+def test_it_erases_the_speaker_writes_the_receipt_and_keeps_the_chain_verifiable(
+    admin_client_, url, keys, scope_with_episodes, system
+):
+    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": [], "preferences": [], "notes": ""})
+    erased = {e.episode_id for e in scope_with_episodes if e.sender_id == "u1"}
+    assert erased <= set(vectors.all_ids(keys.user_key))
+    response = admin_client_.post(url("erasure_run"), {"sender_id": "u1", "bot_uuid": "bot-a", "confirmation": "u1"})
+    assert response.status_code == 200
+    page = response.content.decode()
+    receipt = AuditEntry.objects.get(operation="erase_subject")
+    assert receipt.actor == "user:admin" and receipt.payload["metadata"]["episodes"] == 2
+    assert receipt.payload["metadata"]["profiles"] == 1 and receipt.payload["metadata"]["bot_uuid"] == "bot-a"
+    assert "The speaker was erased." in page and f"<code>{receipt.audit_id}</code>" in page
+    assert "<dt>Episodes</dt><dd>2</dd>" in page
+    assert not Episode.objects.filter(sender_id="u1").exists()
+    assert not Profile.objects.filter(sender_id="u1").exists()
+    assert Episode.objects.filter(sender_id="u2").count() == 2
+    assert not erased & set(vectors.all_ids(keys.user_key))
+    assert verify_audit_chain().ok
+
+
+@pytest.mark.parametrize("name", ["erasure", "erasure_run"])
+def test_it_keeps_a_granted_admin_within_their_bots(granted_admin_client, url, speaker_in_two_bots, name):
+    before = row_counts()
+    data = {"sender_id": "u7", "confirmation": "u7"}
+    assert granted_admin_client.post(url(name), {**data, "bot_uuid": "bot-a"}).status_code == 404
+    assert granted_admin_client.post(url(name), {**data, "bot_uuid": ""}).status_code == 403
+    assert granted_admin_client.post(url(name), data).status_code == 403
+    assert row_counts() == before
+
+
+def test_it_lets_a_granted_admin_count_within_a_granted_bot(granted_admin_client, url, speaker_in_two_bots):
+    page = granted_admin_client.get(url("erasure")).content.decode()
+    assert '<select name="bot_uuid"' in page and '<option value="bot-b">bot-b</option>' in page and "bot-a" not in page
+    page = granted_admin_client.post(url("erasure"), {"sender_id": "u7", "bot_uuid": "bot-b"}).content.decode()
+    assert "<dt>Episodes</dt><dd>1</dd>" in page and "<code>bot-b</code>" in page
+    assert '<input type="hidden" name="bot_uuid" value="bot-b"' in page
+
+
+def test_it_answers_htmx_with_the_fragment_only(admin_client_, url, speaker_in_two_bots):
+    for response in (
+        admin_client_.get(url("erasure"), **htmx("erasure")),
+        admin_client_.post(url("erasure"), {"sender_id": "u7", "bot_uuid": "bot-b"}, **htmx("erasure")),
+        admin_client_.post(url("erasure"), {"sender_id": ""}, **htmx("erasure")),
+    ):
+        html = response.content.decode()
+        assert html.lstrip().startswith('<div id="erasure"') and "<html" not in html
+        assert response["Vary"].count("HX-Request") == 1 and "no-cache" in response["Cache-Control"]
+
+
+def test_it_answers_an_htmx_erasure_with_the_receipt_fragment(admin_client_, url, other_scope):
+    response = admin_client_.post(
+        url("erasure_run"), {"sender_id": "u9", "bot_uuid": "bot-b", "confirmation": "u9"}, **htmx("erasure")
+    )
+    html = response.content.decode()
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="erasure"') and "<html" not in html
+    assert "The speaker was erased." in html and not Episode.objects.filter(sender_id="u9").exists()
+
+
+def test_it_enforces_csrf_on_both_posts(admin_user, url, speaker_in_two_bots):
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(admin_user)
+    before = row_counts()
+    assert client.post(url("erasure"), {"sender_id": "u7"}).status_code == 403
+    assert client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}).status_code == 403
+    assert row_counts() == before
+    assert Episode.objects.filter(sender_id="u7").count() == 3
