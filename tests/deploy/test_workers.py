@@ -35,6 +35,7 @@ from memconsole.memory.audit import Actor
 from memconsole.memory.roles import ADMIN
 user = User.objects.create_user("deploy-admin", password=%(password)r)
 user.groups.add(Group.objects.get(name=ADMIN))
+User.objects.create_user("deploy-guessed", password=%(password)r)
 actor = Actor.system("tests/deploy")
 print(json.dumps({
     "writer": tokens.create_token("deploy writer", [%(bot)r], actor)[1],
@@ -146,6 +147,28 @@ def test_it_keeps_a_console_session_across_workers(deployment):
     served = deployment.server.served_by("GET", "/", status=200)
     assert len(served) >= 2, f"every page came from one worker ({served}); the session was not shared"
     assert served <= set(deployment.server.worker_pids())
+
+
+def test_it_locks_out_a_guessed_login_on_every_worker(deployment):
+    client = deployment.client()
+    assert client.get("/accounts/login/").status == 200  # the CSRF cookie
+    limit = 5  # MEMCONSOLE_LOGIN_FAILURE_LIMIT's default
+
+    def guess(number: int):
+        form = {"username": "deploy-guessed", "password": f"guess-{number}", "csrfmiddlewaretoken": client.cookies["csrftoken"]}
+        return client.post_form("/accounts/login/", form)
+
+    guesses = _in_parallel(guess, range(limit))  # at once, so several workers count them
+    right = client.post_form(
+        "/accounts/login/",
+        {"username": "deploy-guessed", "password": PASSWORD, "csrfmiddlewaretoken": client.cookies["csrftoken"]},
+    )
+
+    # The form again with its error, and the guess that reaches the limit is already refused:
+    # every failure was counted once, whichever worker took it.
+    assert sorted(g.status for g in guesses) == [200] * (limit - 1) + [429]
+    assert right.status == 429, "the failures counted by all workers add up to a lockout"
+    assert "sessionid" not in client.cookies
 
 
 def test_it_writes_from_every_worker_into_one_audit_chain_and_loses_nothing(deployment):
