@@ -29,7 +29,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(autouse=True)
 def memory_settings(settings, tmp_path_factory, request):
-    """Every test: the real model, its own embedded Chroma folder, fast password hashing."""
+    """Every test: the real model, its own embedded Chroma folder (or the session's Chroma server,
+    emptied after each test, with MEMCONSOLE_TEST_CHROMA=server), fast password hashing."""
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
     settings.CHROMA_HOST = ""
     settings.CHROMA_PATH = tmp_path_factory.mktemp("chroma")
