@@ -217,6 +217,9 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = not PRODUCTION
+if not PRODUCTION:
+    # Local runs serve straight from static/ (finders); whitenoise still expects STATIC_ROOT to exist.
+    STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
 LOGGING = {
     "version": 1,
