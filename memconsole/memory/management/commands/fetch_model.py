@@ -25,7 +25,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def install_archive(archive: Path, target: Path, expected_sha256: str = MODEL_SHA256) -> None:
+def install_archive(archive: Path, target: Path, expected_sha256: str) -> None:
     """Verify `archive` and unpack its model files into `target` (no path outside it is written)."""
     actual = sha256_of(archive)
     if actual != expected_sha256:
@@ -67,5 +67,5 @@ class Command(BaseCommand):
                     ) from exc
             elif not archive.is_file():
                 raise CommandError(f"{archive} does not exist")
-            install_archive(archive, target)
+            install_archive(archive, target, MODEL_SHA256)
         self.stdout.write(self.style.SUCCESS(f"Model installed in {target}."))
