@@ -1,0 +1,374 @@
+"""The permissions matrix: every URL of the project × every kind of caller, with the expected answer.
+
+Rows are keyed by the URL's route as the resolver spells it, and the test first checks that every
+route of `memconsole.urls` (console, bot API, probes, accounts, i18n and the Django admin) has a
+row, so a new URL without a row fails here. Callers: anonymous; a bot token for another bot;
+a viewer; an operator limited to another bot ("no grant for this bot"); an operator; an admin
+(staff, for the Django admin); and, for the bot API, a token for this bot (the positive case).
+Each cell is a fresh client; cells are collected and every mismatch reported together.
+
+Expected values: a status code, or LOGIN (302 to the console login), ADMIN_LOGIN (302 to the
+admin login) or REDIRECT (302 anywhere else, i.e. the action ran and redirected).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from axes.models import AccessAttempt, AccessFailureLog, AccessLog
+from django.contrib.auth.models import Group, User
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from memconsole.memory import operations as ops
+from memconsole.memory import tokens
+from memconsole.memory.models import AuditEntry, BotGrant, BotToken, Scope
+from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
+from memconsole.memory.scopes import derive_scope
+from tests.conftest import PASSWORD
+
+from .conftest import record_figure
+
+pytestmark = pytest.mark.django_db
+
+LOGIN, ADMIN_LOGIN, REDIRECT = "login", "admin_login", "redirect"
+CALLERS = ("anonymous", "other_token", "viewer", "ungranted", "operator", "admin")
+API_CALLERS = (*CALLERS, "own_token")
+
+
+def every_route() -> set[str]:
+    routes = set()
+
+    def walk(resolver: URLResolver, prefix: str) -> None:
+        for pattern in resolver.url_patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern):
+                routes.add(prefix + str(pattern.pattern))
+
+    walk(get_resolver(), "")
+    return routes
+
+
+@dataclass(frozen=True)
+class Row:
+    route: str
+    method: str
+    path: str  # with {placeholders} filled from the world
+    expected: tuple  # one per caller, in CALLERS (or API_CALLERS) order
+    data: Any = None
+    api: bool = False
+
+
+def row(route: str, method: str, path: str, *expected: Any, data: Any = None) -> Row:
+    assert len(expected) == len(CALLERS), route
+    return Row(route, method, path, tuple(expected), data)
+
+
+def api_row(route: str, method: str, path: str, own: Any, data: Any = None, *, open_: bool = False, status: int = 0) -> Row:
+    if open_:  # no token needed: the same answer for everyone
+        expected = (status,) * len(API_CALLERS)
+    else:  # a console session is no API credential; another bot's token is refused for this bot
+        expected = (401, 403, 401, 401, 401, 401, own)
+    return Row(route, method, path, expected, data, api=True)
+
+
+S = "scopes/<int:scope_id>/"
+E = S + "episodes/<episode:episode_id>/"
+SCOPE_BODY = {"bot_uuid": "bot-a", "session_name": "group_100"}
+
+CONSOLE_ROWS = [
+    #                                                                 anon   token  viewer ungrant oper   admin
+    row("", "get", "/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("scopes/open/", "post", "/scopes/open/", LOGIN, LOGIN, REDIRECT, 404, REDIRECT, REDIRECT,
+        data={**SCOPE_BODY, "isolation": "session"}),
+    row(S, "get", "/scopes/{scope}/", LOGIN, LOGIN, REDIRECT, 404, REDIRECT, REDIRECT),
+    row(S + "profiles/", "get", "/scopes/{scope}/profiles/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "profiles/<str:profile_type>/", "get", "/scopes/{scope}/profiles/session/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "profiles/<str:profile_type>/edit/", "post", "/scopes/{scope}/profiles/session/edit/",
+        LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT, data={"name": "Group", "traits": "", "preferences": "", "notes": ""}),
+    row(S + "profiles/<str:profile_type>/rollback/", "post", "/scopes/{scope}/profiles/session/rollback/",
+        LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT, data={"version": "1"}),
+    row(S + "episodes/", "get", "/scopes/{scope}/episodes/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "episodes/bulk/", "post", "/scopes/{scope}/episodes/bulk/", LOGIN, LOGIN, 403, 404, 200, 200,
+        data={"action": "archive", "episode_ids": "{episode}"}),
+    row(E, "get", "/scopes/{scope}/episodes/{episode}/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(E + "archive/", "post", "/scopes/{scope}/episodes/{episode}/archive/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+    row(E + "restore/", "post", "/scopes/{scope}/episodes/{episode}/restore/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+    # Without "confirmed" the delete view asks first: the permission is checked before it asks.
+    row(E + "delete/", "post", "/scopes/{scope}/episodes/{episode}/delete/", LOGIN, LOGIN, 403, 404, 403, 200),
+    row(S + "injection/", "get", "/scopes/{scope}/injection/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "injection/<snapshot:snapshot_id>/", "get", "/scopes/{scope}/injection/{snapshot}/",
+        LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "audit/", "get", "/scopes/{scope}/audit/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "audit/export/", "post", "/scopes/{scope}/audit/export/", LOGIN, LOGIN, 403, 404, 403, 200),
+    row(S + "export/", "get", "/scopes/{scope}/export/", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "export/download/", "post", "/scopes/{scope}/export/download/", LOGIN, LOGIN, 403, 404, 403, 200,
+        data={"statuses": ["active"]}),
+    row("import/", "get", "/import/", LOGIN, LOGIN, 403, 403, 403, 200),
+    row("erasure/", "get", "/erasure/", LOGIN, LOGIN, 403, 403, 403, 200),
+    row("erasure/", "post", "/erasure/", LOGIN, LOGIN, 403, 403, 403, 200, data={"sender_id": "u1", "bot_uuid": ""}),
+    row("erasure/run/", "post", "/erasure/run/", LOGIN, LOGIN, 403, 403, 403, 400, data={}),
+    row("diagnostics/", "get", "/diagnostics/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("diagnostics/run/", "post", "/diagnostics/run/", LOGIN, LOGIN, 403, REDIRECT, REDIRECT, REDIRECT),
+]
+IMPORT_POST = row("import/", "post", "/import/", LOGIN, LOGIN, 403, 403, 403, 200)  # a dry run; data built per cell
+
+OTHER_ROWS = [
+    row("healthz", "get", "/healthz", 200, 200, 200, 200, 200, 200),
+    row("readyz", "get", "/readyz", 200, 200, 200, 200, 200, 200),
+    row("accounts/login/", "get", "/accounts/login/", 200, 200, 200, 200, 200, 200),
+    row("accounts/logout/", "post", "/accounts/logout/", LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN),
+    row("accounts/password_change/", "get", "/accounts/password_change/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("accounts/password_change/done/", "get", "/accounts/password_change/done/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("accounts/password_reset/", "get", "/accounts/password_reset/", 200, 200, 200, 200, 200, 200),
+    row("accounts/password_reset/done/", "get", "/accounts/password_reset/done/", 200, 200, 200, 200, 200, 200),
+    row("accounts/reset/<uidb64>/<token>/", "get", "/accounts/reset/MQ/set-password/", 200, 200, 200, 200, 200, 200),
+    row("accounts/reset/done/", "get", "/accounts/reset/done/", 200, 200, 200, 200, 200, 200),
+    row("i18n/setlang/", "post", "/i18n/setlang/", REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT,
+        data={"language": "es", "next": "/"}),
+]
+
+API_ROWS = [
+    api_row("api/v1/remember", "post", "/api/v1/remember", 201, {**SCOPE_BODY, "content": "Alice likes tea"}),
+    api_row("api/v1/recall", "post", "/api/v1/recall", 200, {**SCOPE_BODY, "query": "tea"}),
+    api_row("api/v1/profile", "get", "/api/v1/profile?bot_uuid=bot-a&session_name=group_100", 200),
+    api_row("api/v1/profile", "post", "/api/v1/profile", 200, {**SCOPE_BODY, "add_traits": ["kind"]}),
+    api_row("api/v1/inject", "post", "/api/v1/inject", 200, {**SCOPE_BODY, "query": "tea"}),
+    api_row("api/v1/forget", "post", "/api/v1/forget", 200, {**SCOPE_BODY, "episode_id": "{forget}"}),
+    api_row("api/v1/openapi.json", "get", "/api/v1/openapi.json", None, open_=True, status=200),
+    api_row("api/v1/^.*$", "get", "/api/v1/nothing/here", None, open_=True, status=404),
+    api_row("^api(/|$)", "post", "/api/v2/remember", None, open_=True, status=404),
+]
+
+# The Django admin: only staff get past the login; then the model permissions of the admin role.
+# Per model: the admin role's answer for changelist, add, history, delete, change, and the bare
+# object URL (a redirect to change). Non-staff callers get ADMIN_LOGIN for all of it.
+ADMIN_MODELS = {
+    "auth/group": ("{group}", 200, 403, 200, 403, 200),
+    "auth/user": ("{user}", 200, 200, 200, 200, 200),
+    "axes/accessattempt": ("{attempt}", 403, 403, 403, 403, 403),
+    "axes/accesslog": ("{accesslog}", 403, 403, 403, 403, 403),
+    "axes/accessfailurelog": ("{failurelog}", 403, 403, 403, 403, 403),
+    "memory/bottoken": ("{token}", 200, 403, 200, 403, 200),  # created by a command; revoked, never deleted
+    "memory/botgrant": ("{grant}", 200, 200, 200, 200, 200),
+    "memory/scope": ("{scope}", 200, 403, 200, 403, 200),  # read-only
+    "memory/auditentry": ("{audit}", 403, 403, 403, 403, 403),  # superusers only (payloads stay in the console)
+}
+
+
+def admin_rows() -> list[Row]:
+    def staff_only(route: str, method: str, path: str, admin: Any, data: Any = None) -> Row:
+        return row(route, method, path, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, admin, data=data)
+
+    rows = [
+        staff_only("admin/", "get", "/admin/", 200),
+        row("admin/login/", "get", "/admin/login/", 200, 200, 200, 200, 200, REDIRECT),
+        # Logging out is open to anyone (it only ends the caller's own session).
+        row("admin/logout/", "post", "/admin/logout/", REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT, LOGIN),
+        staff_only("admin/password_change/", "get", "/admin/password_change/", 200),
+        staff_only("admin/password_change/done/", "get", "/admin/password_change/done/", 200),
+        staff_only("admin/autocomplete/", "get", "/admin/autocomplete/", 403),
+        staff_only("admin/jsi18n/", "get", "/admin/jsi18n/", 200),
+        staff_only("admin/r/<path:content_type_id>/<path:object_id>/", "get", "/admin/r/999/999/", 404),
+        staff_only("admin/^(?P<app_label>auth|axes|memory)/$", "get", "/admin/memory/", 200),
+        staff_only("admin/(?P<url>.*)$", "get", "/admin/no/such/page/", 404),
+        staff_only("admin/auth/user/<id>/password/", "get", "/admin/auth/user/{user}/password/", 200),
+    ]
+    for model, (obj, changelist, add, history, delete, change) in ADMIN_MODELS.items():
+        base = f"admin/{model}/"
+        rows += [
+            staff_only(base, "get", f"/{base}", changelist),
+            staff_only(base + "add/", "get", f"/{base}add/", add),
+            staff_only(base + "<path:object_id>/history/", "get", f"/{base}{obj}/history/", history),
+            staff_only(base + "<path:object_id>/delete/", "get", f"/{base}{obj}/delete/", delete),
+            staff_only(base + "<path:object_id>/change/", "get", f"/{base}{obj}/change/", change),
+            staff_only(base + "<path:object_id>/", "get", f"/{base}{obj}/", REDIRECT),
+        ]
+    return rows
+
+
+ALL_ROWS = CONSOLE_ROWS + [IMPORT_POST] + OTHER_ROWS + API_ROWS + admin_rows()
+
+
+def test_it_has_a_row_for_every_url_of_the_project():
+    missing = sorted(every_route() - {r.route for r in ALL_ROWS})
+    assert missing == [], f"URLs without a row in the permissions matrix: {missing}"
+    stale = sorted({r.route for r in ALL_ROWS} - every_route())
+    assert stale == [], f"rows for URLs that no longer exist: {stale}"
+
+
+# --- the world ----------------------------------------------------------------------------------
+
+
+def make_user(name: str, role: str | None, *, staff: bool = False, bots: tuple[str, ...] = ()) -> User:
+    user = User.objects.create_user(name, password=PASSWORD, is_staff=staff)
+    if role:
+        user.groups.add(Group.objects.get(name=role))
+    for bot in bots:
+        BotGrant.objects.create(user=user, bot_uuid=bot)
+    return user
+
+
+@pytest.fixture
+def world(db, system, settings):
+    settings.MEMCONSOLE_API_RATE_PER_MINUTE = 10**6
+    keys = derive_scope("bot-a", "group_100", "session")
+    episode = ops.remember(keys, system, "Alice likes green tea", sender_id="u1").episode
+    forget = ops.remember(keys, system, "to be forgotten", sender_id="u1").episode
+    ops.update_profile(keys, system, "session", name="Tea club")
+    snapshot = ops.record_injection(keys, system, "tea", sender_id="u1").snapshot
+    ops.remember(derive_scope("bot-b", "group_200", "session"), system, "bot b's own memory")
+    users = {
+        "viewer": make_user("m-viewer", VIEWER),
+        "ungranted": make_user("m-ungranted", OPERATOR, bots=("bot-b",)),
+        "operator": make_user("m-operator", OPERATOR),
+        "admin": make_user("m-admin", ADMIN, staff=True),
+    }
+    own, own_secret = tokens.create_token("bot a", ["bot-a"], system)
+    _, other_secret = tokens.create_token("bot b", ["bot-b"], system)
+    seen = {"user_agent": "tests", "http_accept": "*/*", "path_info": "/accounts/login/"}
+    values = {
+        "attempt": AccessAttempt.objects.create(**seen, get_data="", post_data="", failures_since_start=1).pk,
+        "accesslog": AccessLog.objects.create(**seen).pk,
+        "failurelog": AccessFailureLog.objects.create(**seen).pk,
+        "scope": Scope.objects.get(scope_key=keys.scope_key).pk,
+        "episode": episode.episode_id,
+        "forget": forget.episode_id,
+        "snapshot": snapshot.snapshot_id,
+        "group": Group.objects.get(name=VIEWER).pk,
+        "user": users["viewer"].pk,
+        "token": own.pk,
+        "grant": BotGrant.objects.get().pk,
+        "audit": AuditEntry.objects.order_by("seq").first().pk,
+    }
+    return {"users": users, "values": values, "secrets": {"own_token": own_secret, "other_token": other_secret}}
+
+
+def fill(template: Any, values: dict[str, Any]) -> Any:
+    if isinstance(template, str):
+        return template.format(**values)
+    if isinstance(template, dict):
+        return {k: fill(v, values) for k, v in template.items()}
+    if isinstance(template, list):
+        return [fill(v, values) for v in template]
+    return template
+
+
+def outcome(response) -> Any:
+    if response.status_code == 302:
+        location = response["Location"]
+        if location.startswith("/accounts/login/"):
+            return LOGIN
+        if location.startswith("/admin/login/"):
+            return ADMIN_LOGIN
+        return REDIRECT
+    return response.status_code
+
+
+def client_for(caller: str, world: dict, **kwargs: Any) -> tuple[Client, dict[str, str]]:
+    client = Client(**kwargs)
+    headers = {}
+    if caller in world["users"]:
+        client.force_login(world["users"][caller])
+    elif caller in world["secrets"]:
+        headers["Authorization"] = f"Bearer {world['secrets'][caller]}"
+    return client, headers
+
+
+def call(client: Client, headers: dict, r: Row, values: dict, data: Any = None) -> Any:
+    path = fill(r.path, values)
+    body = fill(r.data, values) if data is None else data
+    if r.api:
+        if r.method == "get":
+            return client.get(path, headers=headers)
+
+
+        return client.post(path, data=json.dumps(body or {}), content_type="application/json", headers=headers)
+    if r.method == "get":
+        return client.get(path, headers=headers)
+    return client.post(path, body or {}, headers=headers)
+
+
+def import_upload_data() -> dict:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = SimpleUploadedFile("x.json", b'{"version": 1, "episodes": [{"content": "imported"}]}')
+    return {"file": upload, "format": "langbot", **SCOPE_BODY, "isolation": "session", "dry_run": "1"}
+
+
+def test_it_answers_every_cell_of_the_matrix_as_expected(world):
+    mismatches, cells = [], 0
+    for r in ALL_ROWS:
+        callers = API_CALLERS if r.api else CALLERS
+        for caller, expected in zip(callers, r.expected, strict=True):
+            client, headers = client_for(caller, world)
+            data = import_upload_data() if r is IMPORT_POST else None
+            got = outcome(call(client, headers, r, world["values"], data))
+            cells += 1
+            if got != expected:
+                mismatches.append(f"{r.method.upper()} {r.route} as {caller}: expected {expected}, got {got}")
+    assert mismatches == [], "\n".join(mismatches)
+    record_figure("permissions", "matrix_cells", cells)
+    record_figure("permissions", "matrix_rows", len(ALL_ROWS))
+
+
+# --- CSRF ---------------------------------------------------------------------------------------
+
+POST_ROWS = [r for r in CONSOLE_ROWS + OTHER_ROWS + [IMPORT_POST] if r.method == "post"]
+
+
+def test_it_enforces_csrf_on_every_console_mutation(world):
+    """An admin's session without the CSRF token is refused (403) on every POST; the same request with
+    the token gets past the check, so the 403 is the CSRF check and not the permission."""
+    refused = []
+    for r in POST_ROWS:
+        client, headers = client_for("admin", world, enforce_csrf_checks=True)
+        before = AuditEntry.objects.count()
+        data = import_upload_data() if r is IMPORT_POST else None
+        response = call(client, headers, r, world["values"], data)
+        if response.status_code != 403 or AuditEntry.objects.count() != before:
+            refused.append(f"POST {r.path}: {response.status_code}")
+        client.get("/")  # sets the CSRF cookie
+        token = client.cookies["csrftoken"].value
+        data = {**(fill(r.data, world["values"]) or {}), **(import_upload_data() if r is IMPORT_POST else {})}
+        data["csrfmiddlewaretoken"] = token
+        with_token = call(client, headers, r, world["values"], data)
+        if with_token.status_code == 403:
+            refused.append(f"POST {r.path} with the token: still 403")
+    admin_post = Client(enforce_csrf_checks=True)
+    admin_post.force_login(world["users"]["admin"])
+    assert admin_post.post("/admin/logout/").status_code == 403
+    assert refused == [], refused
+    record_figure("permissions", "csrf_checked_posts", len(POST_ROWS) + 1)
+
+
+def test_it_exempts_only_the_token_authenticated_api_from_csrf(world):
+    client, headers = client_for("own_token", world, enforce_csrf_checks=True)
+    response = client.post("/api/v1/remember", data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
+                           content_type="application/json", headers=headers)
+    assert response.status_code == 201
+    # A logged-in browser session is no API credential, so a forged cross-site POST gets nothing.
+    forged, _ = client_for("admin", world, enforce_csrf_checks=True)
+    response = forged.post("/api/v1/remember", data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
+                           content_type="application/json")
+    assert response.status_code == 401
+
+
+def test_it_lets_no_bot_token_reach_another_bots_scope(world):
+    """A token for bot-b, on every API endpoint, in both isolations: 403 and nothing written."""
+    client, headers = client_for("other_token", world)
+    before = AuditEntry.objects.count()
+    for r in API_ROWS[:6]:
+        for isolation in ("session", "bot"):
+            body = {**fill(r.data, world["values"]), "isolation": isolation} if r.data else None
+            path = fill(r.path, world["values"]) + (f"&isolation={isolation}" if r.method == "get" else "")
+            response = (client.get(path, headers=headers) if r.method == "get" else
+                        client.post(path, data=json.dumps(body), content_type="application/json",
+                                    headers=headers))
+            assert response.status_code == 403, (r.path, isolation, response.content[:200])
+    assert AuditEntry.objects.count() == before
+    assert BotToken.objects.count() == 2
