@@ -163,6 +163,10 @@ class Site:
             pytest.fail(f"{name} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
         return json.loads(result.stdout.strip().splitlines()[-1])
 
+    def shell_json(self, code: str, timeout: float = 300) -> Any:
+        """Run `code` in `manage.py shell`; return the JSON it prints on its last line."""
+        return json.loads(self.manage("shell", "-c", code, timeout=timeout).stdout.strip().splitlines()[-1])
+
     def check(self, **payload: Any) -> dict[str, Any]:
         """The restart: a fresh process runs `payload['recover']` commands, then inspects everything."""
         return self.script("check_site.py", payload)
