@@ -56,25 +56,32 @@ def run(texts_count: int, workdir: Path, baseline_sample: int) -> harness.Record
     tokens = [len(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
     harness.progress(f"{len(texts):,} texts, {np.mean(tokens):.1f} tokens on average (max {max(tokens)})")
 
-    embedder.embed(texts[:64])  # warm up the session
-    ours_runs = []
-    for _ in range(3):
-        with harness.stopwatch() as elapsed:
-            ours = embedder.embed(texts)
-        ours_runs.append(elapsed())
-    ours_seconds = float(np.median(ours_runs))
-    harness.progress(f"memconsole: {ours_seconds:.2f} s (median of 3)")
-
     # chromadb pads every text to 256 tokens, so its cost per text does not depend on the text: an
     # evenly spread sample measures its rate as well as the whole set, in a fraction of the time.
     step = max(1, len(texts) // baseline_sample) if baseline_sample else 1
     positions = list(range(0, len(texts), step))
-    sample = [texts[i] for i in positions]
     theirs_fn = chroma_embedder(harness.model_dir(), workdir / "chroma-onnx")
-    theirs_fn(texts[:32])  # warm up
-    with harness.stopwatch() as elapsed:
-        theirs = np.asarray(theirs_fn(sample), dtype=np.float32)
-    theirs_seconds = elapsed()
+    embedder.embed(texts[:64])  # warm both sessions up
+    theirs_fn(texts[:32])
+
+    # Interleaved rounds (ours on a quarter of the texts, then chromadb on its share of the sample)
+    # so that both sides meet the same machine load, should it change during the run.
+    rounds = 4
+    ours = np.empty((len(texts), embeddings.DIMENSIONS), dtype=np.float32)
+    theirs_parts = []
+    ours_seconds = theirs_seconds = 0.0
+    for r in range(rounds):
+        lo, hi = len(texts) * r // rounds, len(texts) * (r + 1) // rounds
+        with harness.stopwatch() as elapsed:
+            ours[lo:hi] = embedder.embed(texts[lo:hi])
+        ours_seconds += elapsed()
+        chunk = [texts[i] for i in positions if lo <= i < hi]
+        with harness.stopwatch() as elapsed:
+            theirs_parts.append(np.asarray(theirs_fn(chunk), dtype=np.float32))
+        theirs_seconds += elapsed()
+    theirs = np.concatenate(theirs_parts)
+    sample = [texts[i] for i in positions]
+    harness.progress(f"memconsole: {ours_seconds:.2f} s for {len(texts):,} texts")
     harness.progress(f"chromadb: {theirs_seconds:.2f} s for {len(sample):,} texts")
 
     mine = ours[positions]

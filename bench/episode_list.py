@@ -39,18 +39,6 @@ PAGE_SIZE = 25
 NEXT_LINK = re.compile(r'<a rel="next" href="([^"]+)"')
 
 
-def adaptive(fn, budget_s: float = 3.0, minimum: int = 5, maximum: int = 40) -> harness.Timing:
-    """Time `fn` until `budget_s` is spent (between `minimum` and `maximum` samples), after a warm-up."""
-    fn()
-    samples: list[float] = []
-    started = time.perf_counter()
-    while len(samples) < maximum and (len(samples) < minimum or time.perf_counter() - started < budget_s):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return harness.Timing(samples)
-
-
 def load(n: int) -> tuple[object, int]:
     """Bulk-load the big scope (n) and the small ones (n/10 in all); return the big scope's keys."""
     big = dataset.scope_keys("group_big_chat")
@@ -93,6 +81,40 @@ def register_admin_baseline() -> str:
         return "the project's Episode ModelAdmin"
     admin.site.register(Episode, admin.ModelAdmin)
     return "plain ModelAdmin registered by the benchmark"
+
+
+def rounds(console, viewer_client, admin_client, pages: dict, admin_urls: dict, budget_s: float = 40.0,
+           console_per_round: int = 3, min_rounds: int = 5, max_rounds: int = 20):
+    """Round-robin samples: each round times every console page `console_per_round` times, page 1
+    as a viewer as often, and every admin page once, so that both sides meet the same load."""
+    for label in pages:  # warm up
+        get_ok(console, pages[label])
+        get_ok(admin_client, admin_urls[label])
+    get_ok(viewer_client, pages["page1"])
+    ours = {label: [] for label in pages}
+    theirs = {label: [] for label in pages}
+    viewer: list[float] = []
+
+    def timed(client, url) -> float:
+        t0 = time.perf_counter()
+        get_ok(client, url)
+        return time.perf_counter() - t0
+
+    started = time.perf_counter()
+    done = 0
+    while done < max_rounds and (done < min_rounds or time.perf_counter() - started < budget_s):
+        for label in pages:
+            for _ in range(console_per_round):
+                ours[label].append(timed(console, pages[label]))
+            theirs[label].append(timed(admin_client, admin_urls[label]))
+        for _ in range(console_per_round):
+            viewer.append(timed(viewer_client, pages["page1"]))
+        done += 1
+    return (
+        {k: harness.Timing(v) for k, v in ours.items()},
+        {k: harness.Timing(v) for k, v in theirs.items()},
+        harness.Timing(viewer),
+    )
 
 
 def get_ok(client, url: str):
@@ -153,13 +175,6 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
         "status_archived": f"{base}?status=archived",
         "speaker": f"{base}?sender={speaker}",
     }
-    ours = {}
-    for label, url in pages.items():
-        ours[label] = adaptive(lambda url=url: get_ok(console, url))
-        harness.progress(f"console {label}: median {ours[label].median_ms:.1f} ms")
-    as_viewer = adaptive(lambda: get_ok(viewer_client, base))
-    harness.progress(f"console page1 as a viewer (no row actions): median {as_viewer.median_ms:.1f} ms")
-
     changelist = reverse("admin:memory_episode_changelist")
     admin_pages = -(-total // 100)
     admin_deep = min(1000, admin_pages)
@@ -169,10 +184,10 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
         "status_archived": f"{changelist}?status__exact=archived",
         "speaker": f"{changelist}?sender_id__exact={speaker}",
     }
-    theirs = {}
-    for label, url in admin_urls.items():
-        theirs[label] = adaptive(lambda url=url: get_ok(admin_client, url), budget_s=4.0, minimum=3, maximum=20)
-        harness.progress(f"admin {label}: median {theirs[label].median_ms:.1f} ms")
+    ours, theirs, as_viewer = rounds(console, viewer_client, admin_client, pages, admin_urls)
+    for label in pages:
+        harness.progress(f"{label}: console median {ours[label].median_ms:.1f} ms, admin {theirs[label].median_ms:.1f} ms")
+    harness.progress(f"page1 as a viewer (no row actions): median {as_viewer.median_ms:.1f} ms")
 
     common = {"scope_episodes": counts.total, "all_episodes": total}
     records = []
@@ -217,12 +232,18 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     cursor = None
     for _ in range(deep_rows // PAGE_SIZE):
         cursor = operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]).next_cursor
-    op_first = adaptive(lambda: operations.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]))
-    op_deep = adaptive(lambda: operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]))
     rows = Episode.objects.filter(user_key=keys.user_key, status="active").order_by("-id")
     deep_number = deep_rows // PAGE_SIZE + 1
-    off_first = adaptive(lambda: list(Paginator(rows, PAGE_SIZE).page(1)))
-    off_deep = adaptive(lambda: list(Paginator(rows, PAGE_SIZE).page(deep_number)))
+    domain = harness.interleaved(
+        {
+            "op_first": lambda _i: operations.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]),
+            "op_deep": lambda _i: operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]),
+            "off_first": lambda _i: list(Paginator(rows, PAGE_SIZE).page(1)),
+            "off_deep": lambda _i: list(Paginator(rows, PAGE_SIZE).page(deep_number)),
+        },
+        list(range(30)),
+    )
+    op_first, op_deep, off_first, off_deep = (domain[k] for k in ("op_first", "op_deep", "off_first", "off_deep"))
     slowdown = op_deep.median_ms / op_first.median_ms
     records.append(
         harness.Record(

@@ -174,6 +174,21 @@ def measure_each(fn: Callable[[Any], Any], inputs: list[Any], warmup: int = 2) -
     return Timing(samples)
 
 
+def interleaved(methods: dict[str, Callable[[Any], Any]], inputs: list[Any], warmup: int = 2) -> dict[str, Timing]:
+    """Time every method on each input in turn (A, B, C on input 1, then on input 2...), so that a
+    change in machine load during the run touches every method alike."""
+    for x in inputs[:warmup]:
+        for fn in methods.values():
+            fn(x)
+    samples: dict[str, list[float]] = {name: [] for name in methods}
+    for x in inputs:
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            fn(x)
+            samples[name].append(time.perf_counter() - start)
+    return {name: Timing(values) for name, values in samples.items()}
+
+
 @contextmanager
 def stopwatch():
     """`with stopwatch() as elapsed: ...` then `elapsed()` gives seconds."""

@@ -130,20 +130,23 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
             res = naive.query(query_embeddings=q.reshape(1, -1), n_results=TOP_K, where={"user_key": keys.user_key})
             naive_recall.append(recall_at_k(res["ids"][0], sims_by_id, kth, TOP_K))
 
-        full = harness.measure_each(lambda text, keys=keys: operations.recall(keys, text, top_k=TOP_K), query_texts)
-        embed_only = harness.measure_each(lambda text: embeddings.embed([text]), query_texts)
-        index = harness.measure_each(
-            lambda q, keys=keys: vectors.query(keys.user_key, model_id, q, TOP_K), list(query_vecs)
+        timings = harness.interleaved(
+            {
+                "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
+                "embed": lambda i: embeddings.embed([query_texts[i]]),
+                "index": lambda i, keys=keys: vectors.query(keys.user_key, model_id, query_vecs[i], TOP_K),
+                "exact": lambda i, m=matrix: exact_top(m, query_vecs[i], TOP_K),
+                "naive": lambda i, keys=keys: naive.query(
+                    query_embeddings=query_vecs[i].reshape(1, -1),
+                    n_results=TOP_K,
+                    where={"user_key": keys.user_key},
+                    include=["distances", "metadatas"],
+                ),
+            },
+            list(range(len(query_texts))),
         )
-        exact = harness.measure_each(lambda q, m=matrix: exact_top(m, q, TOP_K), list(query_vecs))
-        naive_t = harness.measure_each(
-            lambda q, keys=keys: naive.query(
-                query_embeddings=q.reshape(1, -1),
-                n_results=TOP_K,
-                where={"user_key": keys.user_key},
-                include=["distances", "metadatas"],
-            ),
-            list(query_vecs),
+        full, embed_only, index, exact, naive_t = (
+            timings[k] for k in ("full", "embed", "index", "exact", "naive")
         )
         recall10 = round(float(np.mean(ours_recall)), 4)
         figures = {
