@@ -13,6 +13,7 @@ several points and checked like the others.
 from __future__ import annotations
 
 import json
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -46,14 +47,26 @@ class KillPoint:
     name: str
     marker: str  # kill once this text has appeared in the output
     delay: float = 0.0  # ... and this many seconds more
+    indexed: int = 0  # ... and (when set) once this many episodes are marked vector_current
 
     def reached(self, text: str) -> bool:
         return self.marker in text
 
 
-def kill_at(args: list[str], env: dict[str, str], point: KillPoint) -> Victim:
+def indexed_rows(database: Path) -> int:
+    """Episodes marked vector_current, read beside the running process (WAL: readers never block)."""
+    connection = sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        return connection.execute("SELECT COUNT(*) FROM memory_episode WHERE vector_current").fetchone()[0]
+    finally:
+        connection.close()
+
+
+def kill_at(args: list[str], env: dict[str, str], point: KillPoint, database: Path | None = None) -> Victim:
     victim = Victim.start(args, env)
     victim.wait_for(point.reached)
+    if point.indexed:
+        victim.wait_for(lambda _: indexed_rows(database) >= point.indexed)
     time.sleep(point.delay)
     killed = victim.kill()
     assert killed, f"{point.name}: the process had already ended; output:\n{victim.text()[-2000:]}"
@@ -135,10 +148,11 @@ def reindex_site(template_site, tmp_path_factory) -> Site:
     return site
 
 
+# 768 rows to embed in three batches of 256 (one per scope); 9 rows start current.
 REINDEX_KILL_POINTS = [
     KillPoint("reindex: scan done, repairs starting", "scan: 3/"),
-    KillPoint("reindex: first embedding batch", "scan: 3/", 0.8),
-    KillPoint("reindex: later embedding batch", "repair: ", 0.6),
+    KillPoint("reindex: one batch written, embedding the second", "scan: 3/", indexed=9 + 256),
+    KillPoint("reindex: two batches written, embedding the third", "scan: 3/", 0.05, indexed=9 + 512),
 ]
 
 
@@ -146,7 +160,7 @@ REINDEX_KILL_POINTS = [
 def test_it_survives_a_kill_during_a_reindex(reindex_site, tmp_path, point):
     site = reindex_site.copy_to(tmp_path / "site")
 
-    kill_at([PYTHON, str(MANAGE), "reindex"], site.env, point)
+    kill_at([PYTHON, str(MANAGE), "reindex"], site.env, point, site.database)
     result = site.check()
 
     assert_recovered(result, point.name)
