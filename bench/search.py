@@ -130,7 +130,7 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
             res = naive.query(query_embeddings=q.reshape(1, -1), n_results=TOP_K, where={"user_key": keys.user_key})
             naive_recall.append(recall_at_k(res["ids"][0], sims_by_id, kth, TOP_K))
 
-        timings = harness.interleaved(
+        samples = harness.interleaved(
             {
                 "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
                 "embed": lambda i: embeddings.embed([query_texts[i]]),
@@ -146,7 +146,7 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
             list(range(len(query_texts))),
         )
         full, embed_only, index, exact, naive_t = (
-            timings[k] for k in ("full", "embed", "index", "exact", "naive")
+            samples[k] for k in ("full", "embed", "index", "exact", "naive")
         )
         recall10 = round(float(np.mean(ours_recall)), 4)
         figures = {
