@@ -121,6 +121,8 @@ OTHER_ROWS = [
     row("healthz", "get", "/healthz", 200, 200, 200, 200, 200, 200),
     row("readyz", "get", "/readyz", 200, 200, 200, 200, 200, 200),
     row("accounts/login/", "get", "/accounts/login/", 200, 200, 200, 200, 200, 200),
+    # An empty form: shown again with errors (and no failed login counted against the rate limit).
+    row("accounts/login/", "post", "/accounts/login/", 200, 200, 200, 200, 200, 200, data={"username": "", "password": ""}),
     row("accounts/logout/", "post", "/accounts/logout/", LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN),
     row("accounts/password_change/", "get", "/accounts/password_change/", LOGIN, LOGIN, 200, 200, 200, 200),
     row("accounts/password_change/done/", "get", "/accounts/password_change/done/", LOGIN, LOGIN, 200, 200, 200, 200),
