@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
+from django.utils.functional import Promise, lazy
 from django.utils.translation import gettext_lazy as _
 
 from memconsole.memory import operations as ops
@@ -50,6 +51,12 @@ class ConsoleForm(forms.Form):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("label_suffix", "")
         super().__init__(*args, **kwargs)
+
+
+def lazy_format(message: Promise, **values: Any) -> Promise:
+    """`message % values`, worked out when shown. Formatting a lazy message at class level would
+    translate it once, at import, into the default language for everyone."""
+    return lazy(lambda: str(message) % values, str)()
 
 
 def datetime_input() -> forms.DateTimeInput:
@@ -153,6 +160,26 @@ class EpisodeFilterForm(ConsoleForm):
     def searching(self) -> bool:
         return bool(self.cleaned_data.get("q", "").strip())
 
+    FILTER_FIELDS = ("status", "sender", "tag", "importance", "after", "before")
+
+    @property
+    def active_filter_count(self) -> int:
+        """How many filters narrow the list (the page size is not one), read from the submitted
+        values so that it holds for an invalid form too."""
+        count = 0
+        for name in self.FILTER_FIELDS:
+            value = self[name].value()
+            if name == "status":
+                count += value not in (None, "", STATUS_ACTIVE)
+            else:
+                count += bool(str(value or "").strip())
+        return count
+
+    @property
+    def filters_open(self) -> bool:
+        """Whether the collapsible filter panel starts open: a filter is in use or has an error."""
+        return bool(self.active_filter_count) or any(name in self.errors for name in self.FILTER_FIELDS)
+
 
 class BulkActionForm(ConsoleForm):
     ACTIONS = [("archive", _("Archive")), ("restore", _("Restore")), ("delete", _("Delete"))]
@@ -186,13 +213,13 @@ class ProfileForm(ConsoleForm):
         label=_("Traits (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text=_("At most %(n)d traits.") % {"n": ops.MAX_TRAITS},
+        help_text=lazy_format(_("At most %(n)d traits."), n=ops.MAX_TRAITS),
     )
     preferences = forms.CharField(
         label=_("Preferences (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text=_("At most %(n)d preferences.") % {"n": ops.MAX_PREFERENCES},
+        help_text=lazy_format(_("At most %(n)d preferences."), n=ops.MAX_PREFERENCES),
     )
     notes = forms.CharField(
         label=_("Notes"),
@@ -200,7 +227,7 @@ class ProfileForm(ConsoleForm):
         max_length=ops.MAX_NOTES,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text=_("At most %(n)d characters.") % {"n": ops.MAX_NOTES},
+        help_text=lazy_format(_("At most %(n)d characters."), n=ops.MAX_NOTES),
     )
     sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
 

@@ -226,7 +226,9 @@ def _episode_results(request: HttpRequest, keys: ScopeKeys, form: forms.EpisodeF
 @scope_view()
 def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
     query = request.GET.copy()
-    query.setdefault("limit", str(DEFAULT_PAGE_SIZE))  # so that the page-size field shows what is used
+    # So that the page-size and number-of-results fields show what is used.
+    query.setdefault("limit", str(DEFAULT_PAGE_SIZE))
+    query.setdefault("top_k", str(DEFAULT_TOP_K))
     form = forms.EpisodeFilterForm(query)
     results, status = _episode_results(request, keys, form) if form.is_valid() else ({}, 400)
     context = _scope_context(

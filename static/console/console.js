@@ -1,4 +1,4 @@
-// memconsole console: theme toggle, local times, bulk selection count, htmx error display.
+// memconsole console: theme toggle, local times, bulk selection count, header menu, htmx error display.
 // Everything here is an enhancement: every page works without it.
 (function () {
   "use strict";
@@ -81,6 +81,20 @@
       event.preventDefault();
       region.innerHTML = "";
     }
+  });
+
+  // --- the header menu (a <details>): Escape or a click elsewhere closes it ---------------------
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    var menu = document.querySelector("details.menu[open]");
+    if (!menu) return;
+    menu.open = false;
+    var summary = menu.querySelector("summary");
+    if (summary && menu.contains(document.activeElement)) summary.focus();
+  });
+  document.addEventListener("click", function (event) {
+    var menu = document.querySelector("details.menu[open]");
+    if (menu && !menu.contains(event.target)) menu.open = false;
   });
 
   // --- htmx ------------------------------------------------------------------------------------

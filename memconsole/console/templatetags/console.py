@@ -36,6 +36,37 @@ def status_pill(status: str) -> str:
     return format_html('<span class="pill pill-{}">{}</span>', status, status_label(status))
 
 
+# The ranking's factors in its order (DESIGN.md §4): two scores, then multipliers shown as "×1.16".
+BREAKDOWN_ORDER = ("similarity", "recency", "importance", "speaker", "update", "exact")
+BREAKDOWN_SCORES = frozenset({"similarity", "recency"})
+
+
+def breakdown_label(name: str) -> str:
+    labels = {
+        "similarity": _("similarity"),
+        "recency": _("recency"),
+        "importance": _("importance"),
+        "speaker": _("speaker"),
+        "update": _("update"),
+        "exact": _("exact"),
+    }
+    return labels.get(name, name)
+
+
+@register.filter
+def breakdown_factors(breakdown: Any) -> list[dict[str, Any]]:
+    """The factors of a score breakdown (a ranking.Breakdown, or the dict a snapshot stored) in the
+    ranking's order, each with its key, translated label and value; an unknown key keeps its name."""
+    values = breakdown.as_dict() if hasattr(breakdown, "as_dict") else breakdown
+    if not isinstance(values, dict):
+        return []
+    keys = [key for key in BREAKDOWN_ORDER if key in values] + [key for key in values if key not in BREAKDOWN_ORDER]
+    return [
+        {"key": key, "label": breakdown_label(str(key)), "value": values[key], "multiplier": key not in BREAKDOWN_SCORES}
+        for key in keys
+    ]
+
+
 @register.filter
 def pretty_json(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
