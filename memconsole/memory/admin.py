@@ -90,3 +90,13 @@ class AuditEntryAdmin(ReadOnlyAdmin):
         "sender_id", "target_type", "target_id", "query_id", "redacted", "prev_hash", "entry_hash",
     ]
     ordering = ["-seq"]
+
+
+def _admin_site_permission(request: HttpRequest) -> bool:
+    """The Django admin manages users, grants and tokens for every bot, so only staff without
+    per-bot grants may use it: a bot-limited admin could otherwise widen their own grants."""
+    user = request.user
+    return user.is_active and user.is_staff and allowed_bots(user) is None
+
+
+admin.site.has_permission = _admin_site_permission
