@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from memconsole.api import probes
@@ -8,7 +9,11 @@ urlpatterns = [
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),
     path("admin/", admin.site.urls),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Login, logout and changing one's own password; no anonymous password-reset pages (no mail here).
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("api/v1/", include("memconsole.api.urls")),
     re_path(r"^api(/|$)", api_views.not_found),  # JSON 404 for every other /api path

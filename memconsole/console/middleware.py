@@ -29,3 +29,22 @@ def security_headers(get_response: Callable[[HttpRequest], HttpResponse]) -> Cal
         return response
 
     return middleware
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The client's address for login rate limits (django-axes).
+
+    Behind a reverse proxy (MEMCONSOLE_BEHIND_PROXY) every connection comes from the proxy, so the
+    address is read from X-Forwarded-For: the entry MEMCONSOLE_PROXY_COUNT places from the right,
+    which the nearest trusted proxies appended (entries further left are the client's to forge).
+    """
+    from django.conf import settings
+
+    remote = request.META.get("REMOTE_ADDR")
+    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    if not settings.MEMCONSOLE_BEHIND_PROXY or not forwarded:
+        return remote
+    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
+    if len(hops) < settings.MEMCONSOLE_PROXY_COUNT:
+        return remote
+    return hops[-settings.MEMCONSOLE_PROXY_COUNT]

@@ -35,3 +35,36 @@ def test_it_keeps_a_bot_limited_admin_out_of_the_admin_site(admin_user, client):
     client.force_login(admin_user)
     response = client.get("/admin/auth/user/")
     assert response.status_code == 302 and "/admin/login/" in response.headers["Location"]
+
+
+def test_it_serves_no_anonymous_password_reset_pages(client):
+    assert client.get("/accounts/password_reset/").status_code == 404
+    assert client.get("/accounts/login/").status_code == 200
+
+
+def test_it_counts_logins_by_the_forwarded_address_only_behind_a_proxy(settings, rf):
+    from memconsole.console.middleware import client_ip
+
+    request = rf.get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
+    settings.MEMCONSOLE_BEHIND_PROXY = False
+    assert client_ip(request) == "10.0.0.1"  # a client cannot pick its address without a proxy
+    settings.MEMCONSOLE_BEHIND_PROXY = True
+    settings.MEMCONSOLE_PROXY_COUNT = 1
+    assert client_ip(request) == "203.0.113.7"  # what our proxy appended, not what the client sent
+    settings.MEMCONSOLE_PROXY_COUNT = 2
+    assert client_ip(request) == "6.6.6.6"
+    settings.MEMCONSOLE_PROXY_COUNT = 3
+    assert client_ip(request) == "10.0.0.1"
+
+
+def test_it_locks_out_one_client_behind_a_proxy_without_locking_out_the_others(settings, viewer, client):
+    from tests.conftest import PASSWORD
+
+    settings.MEMCONSOLE_BEHIND_PROXY = True
+    settings.AXES_FAILURE_LIMIT = 2
+    for _ in range(2):
+        client.post("/accounts/login/", {"username": "viewer", "password": "wrong"}, HTTP_X_FORWARDED_FOR="198.51.100.1")
+    locked = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.1")
+    assert locked.status_code == 429
+    other = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.2")
+    assert other.status_code == 302

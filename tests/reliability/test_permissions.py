@@ -126,10 +126,6 @@ OTHER_ROWS = [
     row("accounts/logout/", "post", "/accounts/logout/", LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN),
     row("accounts/password_change/", "get", "/accounts/password_change/", LOGIN, LOGIN, 200, 200, 200, 200),
     row("accounts/password_change/done/", "get", "/accounts/password_change/done/", LOGIN, LOGIN, 200, 200, 200, 200),
-    row("accounts/password_reset/", "get", "/accounts/password_reset/", 200, 200, 200, 200, 200, 200),
-    row("accounts/password_reset/done/", "get", "/accounts/password_reset/done/", 200, 200, 200, 200, 200, 200),
-    row("accounts/reset/<uidb64>/<token>/", "get", "/accounts/reset/MQ/set-password/", 200, 200, 200, 200, 200, 200),
-    row("accounts/reset/done/", "get", "/accounts/reset/done/", 200, 200, 200, 200, 200, 200),
     row("i18n/setlang/", "post", "/i18n/setlang/", REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT,
         data={"language": "es", "next": "/"}),
 ]
