@@ -271,15 +271,20 @@ class ProfileForm(ConsoleForm):
         }
 
 
+# Version numbers are PositiveIntegerFields: a larger number cannot name one (and SQLite refuses
+# integers beyond 64 bits in a query).
+MAX_VERSION = 2**31 - 1
+
+
 class RollbackForm(ConsoleForm):
-    version = forms.IntegerField(min_value=1, widget=forms.HiddenInput)
+    version = forms.IntegerField(min_value=1, max_value=MAX_VERSION, widget=forms.HiddenInput)
     sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
 
 
 class VersionDiffForm(ConsoleForm):
     sender = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS)
-    diff_from = forms.IntegerField(label=_("Compare version"), required=False, min_value=1)
-    diff_to = forms.IntegerField(label=_("with version"), required=False, min_value=1)
+    diff_from = forms.IntegerField(label=_("Compare version"), required=False, min_value=1, max_value=MAX_VERSION)
+    diff_to = forms.IntegerField(label=_("with version"), required=False, min_value=1, max_value=MAX_VERSION)
     cursor = cursor_field()
 
 

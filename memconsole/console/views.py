@@ -5,10 +5,12 @@ index or the ciphers themselves."""
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import BadRequest, PermissionDenied
 from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -77,6 +79,15 @@ def _next_url(request: HttpRequest, default: str) -> str:
     if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}, request.is_secure()):
         return candidate
     return default
+
+
+def _scope_from_query(request: HttpRequest) -> Scope | None:
+    """The visible scope named by `?scope=<id>`; None when absent, not a plain id, or not visible."""
+    value = request.GET.get("scope", "")
+    # Not isdigit()/int(): "²" is a digit that int() refuses, and thousands of digits are slow.
+    if not re.fullmatch(r"[0-9]{1,18}", value):
+        return None
+    return visible_scopes(request.user).filter(pk=int(value)).first()
 
 
 def _counts(keys: ScopeKeys) -> EpisodeCounts:
@@ -495,13 +506,15 @@ def _after_profile_change(request: HttpRequest, scope: Scope, keys: ScopeKeys, p
         return trigger_client_event(response, "profileChanged")
     messages.success(request, message)
     url = reverse("console:profile_detail", args=[scope.pk, profile_type])
-    return redirect(f"{url}?sender={sender_id}" if sender_id else url)
+    return redirect(f"{url}?{urlencode({'sender': sender_id})}" if sender_id else url)
 
 
 def _posted_owner(request: HttpRequest, profile_type: str) -> tuple[str, str]:
     sender_id = request.POST.get("sender_id", "")
     if len(sender_id) > ops.MAX_SENDER_CHARS:
         raise Http404("No such profile.")
+    if "\x00" in sender_id:  # no profile can have it; answered before any read that would refuse it
+        raise BadRequest("sender_id contains a NUL character")
     profile_type, sender_id = _profile_owner(profile_type, sender_id)
     if profile_type == PROFILE_SPEAKER and not sender_id:
         raise Http404("No such profile.")
@@ -675,9 +688,7 @@ def import_upload(request: HttpRequest) -> HttpResponse:
     require_perm(request.user, roles.IMPORT)
     if request.method == "GET":
         initial: dict[str, Any] = {"dry_run": True}
-        scope = None
-        if request.GET.get("scope", "").isdigit():
-            scope = visible_scopes(request.user).filter(pk=int(request.GET["scope"])).first()
+        scope = _scope_from_query(request)
         if scope is not None:
             initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
         form = forms.ImportForm(initial=initial, formats=_import_formats())
@@ -727,9 +738,7 @@ def _run_import(request: HttpRequest, form: forms.ImportForm) -> tuple[dict[str,
 def _diagnostics_context(request: HttpRequest, form: forms.PageForm) -> dict[str, Any]:
     runs = keyset_page(HealthRun.objects.all(), "id", form.cleaned_data.get("cursor"), HEALTH_HISTORY)
     latest = HealthRun.objects.order_by("-id").first()
-    scope = None
-    if request.GET.get("scope", "").isdigit():
-        scope = visible_scopes(request.user).filter(pk=int(request.GET["scope"])).first()
+    scope = _scope_from_query(request)
     return {"latest": latest, "runs": runs, "scope": scope, "tab": "diagnostics", **user_permissions(request.user)}
 
 

@@ -234,7 +234,9 @@ def _str(value: Any, where: str, name: str, max_chars: int, required: bool = Fal
 def _importance(value: Any, where: str) -> int:
     if value is None or value == "":
         return 2
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= 10:
+        # isdecimal, not isdigit: int() refuses superscripts such as "²"; the length cap keeps
+        # int() away from thousands of digits.
         value = int(value.strip())
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -299,6 +301,10 @@ def _time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
         raise _fail(where, name, f"{value!r:.40} is not an ISO-8601 date and time") from None
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)
+    try:
+        parsed.astimezone(UTC)  # the database stores UTC: 9999-12-31T23:00-05:00 has no UTC time
+    except (OverflowError, ValueError):
+        raise _fail(where, name, f"{value!r:.40} is out of range") from None
     return parsed
 
 
@@ -308,6 +314,8 @@ def _old_id(value: Any, where: str) -> str:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise _fail(where, "id", "must be a string")
     value = str(value).strip()
+    if "\x00" in value:
+        raise _fail(where, "id", "contains a NUL character")
     if len(value) > 255:
         raise _fail(where, "id", "is longer than 255 characters")
     if not operations._is_utf8(value):

@@ -13,7 +13,7 @@ import re
 import secrets
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,7 @@ MAX_QUERY_CHARS = 2000
 TOP_K_MAX = 50
 PAGE_SIZES = (10, 25, 50)
 EPISODE_ID = re.compile(r"^[0-9a-f]{12}$")
+CURSOR = re.compile(r"[ab][0-9]{1,18}")  # ASCII digits only ("²" is a digit to isdigit), within 64 bits
 
 
 # --- validation ---------------------------------------------------------------------------------
@@ -145,6 +146,10 @@ def _datetime(value: Any, name: str) -> datetime | None:
         raise ValidationError(f"{name} must be a date and time", field=name)
     if timezone.is_naive(value):
         raise ValidationError(f"{name} must carry a time zone", field=name)
+    try:
+        value.astimezone(UTC)  # stored and compared in UTC: 9999-12-31T23:00-05:00 has no UTC time
+    except (OverflowError, ValueError):
+        raise ValidationError(f"{name} is out of range", field=name) from None
     return value
 
 
@@ -391,7 +396,7 @@ class EpisodePage:
 def parse_cursor(cursor: Any) -> tuple[str, int] | None:
     if cursor in (None, ""):
         return None
-    if isinstance(cursor, str) and len(cursor) > 1 and cursor[0] in "ab" and cursor[1:].isdigit():
+    if isinstance(cursor, str) and CURSOR.fullmatch(cursor):
         return cursor[0], int(cursor[1:])
     raise ValidationError("bad page cursor", field="cursor")
 

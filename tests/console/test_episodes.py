@@ -396,3 +396,18 @@ def test_it_shows_an_episode_without_a_chain_and_its_audit_entries(viewer_client
     assert "neither replaces nor is replaced" in page
     assert "<code>archive</code>" in page and "<code>remember</code>" in page
     assert "The team meeting moved to Thursday" in page
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"after": "9999-12-31T23:00:00-05:00"},
+        {"before": "0001-01-01T00:10:00+01:00"},
+        {"q": "trip", "after": "9999-12-31T23:00:00-05:00"},
+        {"q": "trip", "before": "0001-01-01T00:10:00+01:00"},
+    ],
+)
+def test_it_answers_400_to_a_time_filter_with_no_utc_time(viewer_client, url, light_scope, query):
+    response = viewer_client.get(url("episodes", light_scope.pk), query)
+    assert response.status_code == 400
+    assert 'class="form-errors" role="alert"' in page_text(response)

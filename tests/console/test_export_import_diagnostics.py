@@ -169,3 +169,11 @@ def test_it_enforces_csrf_on_the_health_check(operator, url):
     client.force_login(operator)
     assert client.post(url("diagnostics_run")).status_code == 403
     assert not HealthRun.objects.exists()
+
+
+@pytest.mark.parametrize("scope_id", ["²", "9" * 5000, "9" * 19, "-1", " 1"])
+@pytest.mark.parametrize("page", ["import", "diagnostics"])
+def test_it_ignores_a_scope_parameter_that_is_not_a_plain_id(admin_client_, url, light_scope, page, scope_id):
+    response = admin_client_.get(url(page), {"scope": scope_id})
+    assert response.status_code == 200
+    assert 'value="group_100"' not in response.content.decode()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from urllib.parse import urlencode
 
 import pytest
 from django.test import Client
@@ -156,3 +157,33 @@ def test_it_shows_profile_content_as_text(viewer_client, url, light_scope, keys,
     ops.replace_profile(keys, system, "session", "", {"name": "<script>x()</script>", "notes": "<i>hi</i>"})
     page = viewer_client.get(url("profile_detail", light_scope.pk, "session")).content.decode()
     assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page and "<i>hi</i>" not in page
+
+
+@pytest.mark.parametrize("query", [{"diff_from": "9" * 20}, {"diff_to": "9" * 20}, {"diff_from": str(2**31)}])
+def test_it_answers_400_to_a_version_number_beyond_any_version(viewer_client, url, light_scope, speaker_profile, query):
+    response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1", **query})
+    assert response.status_code == 400
+
+
+def test_it_answers_400_to_a_rollback_to_a_version_number_beyond_any_version(operator_client, url, light_scope, keys, speaker_profile):
+    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "9" * 20})
+    assert response.status_code == 400
+    assert ops.get_profile(keys, "speaker", "u1")[1].version == 2
+
+
+@pytest.mark.parametrize("action", ["profile_edit", "profile_rollback"])
+def test_it_answers_400_to_a_posted_speaker_id_holding_a_nul(operator_client, url, light_scope, keys, speaker_profile, action):
+    data = {**PROFILE, "sender_id": "u1\x00", "version": "1"}
+    response = operator_client.post(url(action, light_scope.pk, "speaker"), data)
+    assert response.status_code == 400
+    assert ops.get_profile(keys, "speaker", "u1")[1].version == 2
+
+
+@pytest.mark.parametrize("sender_id", ["user#1234", "a&diff_from=99", "ü 1?x=/"])
+def test_it_redirects_to_the_speaker_profile_with_the_speaker_id_encoded(operator_client, url, light_scope, keys, sender_id):
+    response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": sender_id})
+    assert response.status_code == 302
+    assert response["Location"] == url("profile_detail", light_scope.pk, "speaker", query=urlencode({"sender": sender_id}))
+    page = operator_client.get(response["Location"])
+    assert page.status_code == 200 and "Profile saved as version 1." in page.content.decode()
+    assert ops.get_profile(keys, "speaker", sender_id)[1].version == 1

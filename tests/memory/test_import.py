@@ -619,3 +619,47 @@ def test_it_imports_an_uploaded_sqlite_file_and_leaves_no_temporary_files(tmp_pa
 
     assert report.episodes == 5 and report.file_name == "memory.db"
     assert list(temp_root.iterdir()) == []
+
+
+# --- values that used to get past the checks (review) -------------------------------------------
+
+
+@pytest.mark.parametrize("importance", ["²", "9" * 5000])
+def test_it_rejects_an_importance_that_is_not_a_plain_number(tmp_path, importance):
+    data = langbot_episodes()
+    data["episodes"][1]["importance"] = importance
+    path = _write_json(tmp_path / "bad.json", data)
+
+    with pytest.raises(ImportFileError) as caught:
+        imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR, dry_run=True)
+
+    assert caught.value.field == "importance"
+    assert caught.value.message.startswith("episodes[1], field 'importance': must be a whole number from 1 to 5")
+    _nothing_written()
+
+
+@pytest.mark.parametrize("stamp", ["9999-12-31T23:00:00-05:00", "0001-01-01T00:10:00+01:00"])
+def test_it_rejects_a_time_out_of_range_in_utc_already_in_the_dry_run(tmp_path, stamp):
+    data = langbot_episodes()
+    data["episodes"][2]["timestamp"] = stamp
+    path = _write_json(tmp_path / "bad.json", data)
+
+    for dry_run in (True, False):
+        with pytest.raises(ImportFileError) as caught:
+            imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR, dry_run=dry_run)
+        assert caught.value.field == "timestamp"
+        assert caught.value.message.startswith("episodes[2], field 'timestamp':")
+    _nothing_written()
+
+
+@pytest.mark.parametrize("name", ["id", "superseded_by"])
+def test_it_rejects_an_old_id_holding_a_nul(tmp_path, name):
+    data = langbot_episodes()
+    data["episodes"][2][name] = "ep\x00three"
+    path = _write_json(tmp_path / "bad.json", data)
+
+    with pytest.raises(ImportFileError) as caught:
+        imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR, dry_run=True)
+
+    assert caught.value.message == "episodes[2], field 'id': contains a NUL character"
+    _nothing_written()

@@ -154,3 +154,29 @@ def test_it_reports_a_missing_id_in_a_batch_without_touching_the_others(seeded, 
         ops.archive(keys, system, [seeded.episode_id, "ffffffffffff"])
     seeded.refresh_from_db()
     assert seeded.status == "active"
+
+
+@pytest.mark.parametrize("cursor", ["a²", "b٣", "a" + "9" * 19, "a" + "9" * 5000, "a 1", "a1\n", "A1"])
+def test_it_refuses_a_page_cursor_that_is_not_a_letter_and_a_plain_id(keys, cursor):
+    with pytest.raises(ValidationError) as caught:
+        ops.list_episodes(keys, cursor=cursor)
+    assert caught.value.field == "cursor"
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("time_after", "9999-12-31T23:00:00-05:00"), ("time_before", "0001-01-01T00:10:00+01:00")],
+)
+def test_it_refuses_a_time_with_no_utc_time_in_every_operation(seeded, keys, system, counts, name, value):
+    stamp = datetime.fromisoformat(value)
+    with pytest.raises(ValidationError) as caught:
+        ops.list_episodes(keys, **{name: stamp})
+    assert caught.value.field == name
+    with pytest.raises(ValidationError) as caught:
+        ops.recall(keys, "fine", **{name: stamp})
+    assert caught.value.field == name
+    before = counts()
+    with pytest.raises(ValidationError) as caught:
+        ops.remember(keys, system, "a memory from no time", timestamp=stamp)
+    assert caught.value.field == "timestamp"
+    assert counts() == before
