@@ -122,6 +122,17 @@
       setupSelectAll(element);
     });
     document.body.addEventListener("htmx:beforeRequest", clearError);
+    // A row action replaces its row, and with it the focused button: put keyboard users back in
+    // that row (on its first action, or on its status line when the row has none left).
+    document.body.addEventListener("htmx:afterSettle", function (event) {
+      var replaced = event.detail.target;  // the row that was swapped out, detached by now
+      if (!replaced || replaced.tagName !== "TR" || !replaced.id) return;
+      var row = document.getElementById(replaced.id);
+      var focused = document.activeElement;
+      if (!row || (focused && focused !== document.body && document.body.contains(focused))) return;
+      var target = row.querySelector(".actions button, .actions a[href]") || row.querySelector("[tabindex]");
+      if (target) target.focus();
+    });
     document.body.addEventListener("htmx:responseError", function (event) {
       var status = event.detail.xhr ? event.detail.xhr.status : 0;
       if (status === 403) showError(text("forbidden"));
