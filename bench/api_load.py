@@ -253,6 +253,8 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
     gc.collect()
 
     env = harness.bench_environment(workdir, database_url, chroma_host, chroma_port)
+    measured = harness.measuring()
+    measured.__enter__()
     server, port = start_gunicorn(env, workdir, workers)
     try:
         remember = Load(port, secret, "/api/v1/remember", [remember_body(i) for i in range(count)], count, seconds).run()
@@ -262,6 +264,7 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
         harness.progress(f"{backend} recall: {recall['per_s']}/s, p95 {recall['p95_ms']} ms, {recall['errors']} errors")
     finally:
         stop(server)
+        measured.__exit__(None, None, None)
 
     config = (
         "SQLite (WAL) + embedded Chroma, gunicorn 1 worker x 4 threads"
@@ -274,7 +277,7 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
         records.append(
             harness.Record(
                 name=f"api.{name}.{backend}",
-                figures={"server": config, "episodes_loaded": n, **figures},
+                figures={"server": config, "episodes_loaded": n, **figures, "other_cpu_share": measured.share},
                 baseline={
                     "name": f"operations.{name} in-process, one at a time, same data (no HTTP)",
                     "figures": {"requests": len(base.samples), "per_s": round(in_process_rate, 1),

@@ -9,7 +9,6 @@ length and pads each batch to its longest text; chromadb pads every text to 256 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -70,15 +69,16 @@ def run(texts_count: int, workdir: Path, baseline_sample: int) -> harness.Record
     ours = np.empty((len(texts), embeddings.DIMENSIONS), dtype=np.float32)
     theirs_parts = []
     ours_seconds = theirs_seconds = 0.0
-    for r in range(rounds):
-        lo, hi = len(texts) * r // rounds, len(texts) * (r + 1) // rounds
-        with harness.stopwatch() as elapsed:
-            ours[lo:hi] = embedder.embed(texts[lo:hi])
-        ours_seconds += elapsed()
-        chunk = [texts[i] for i in positions if lo <= i < hi]
-        with harness.stopwatch() as elapsed:
-            theirs_parts.append(np.asarray(theirs_fn(chunk), dtype=np.float32))
-        theirs_seconds += elapsed()
+    with harness.measuring() as measured:
+        for r in range(rounds):
+            lo, hi = len(texts) * r // rounds, len(texts) * (r + 1) // rounds
+            with harness.stopwatch() as elapsed:
+                ours[lo:hi] = embedder.embed(texts[lo:hi])
+            ours_seconds += elapsed()
+            chunk = [texts[i] for i in positions if lo <= i < hi]
+            with harness.stopwatch() as elapsed:
+                theirs_parts.append(np.asarray(theirs_fn(chunk), dtype=np.float32))
+            theirs_seconds += elapsed()
     theirs = np.concatenate(theirs_parts)
     sample = [texts[i] for i in positions]
     harness.progress(f"memconsole: {ours_seconds:.2f} s for {len(texts):,} texts")
@@ -100,7 +100,7 @@ def run(texts_count: int, workdir: Path, baseline_sample: int) -> harness.Record
             "seconds": round(ours_seconds, 3),
             "texts_per_s": round(ours_rate, 1),
             "max_cosine_distance": float(f"{worst:.2e}"),
-            "onnx_threads": os.environ.get("OMP_NUM_THREADS", "default"),
+            "other_cpu_share": measured.share,
         },
         baseline={
             "name": "chromadb ONNXMiniLM_L6_V2, same model files",

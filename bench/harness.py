@@ -364,6 +364,42 @@ class OtherLoad:
         self.share = round(max(0.0, other) / (wall * (os.cpu_count() or 1)), 3)
 
 
+def own_cpu_seconds() -> float:
+    """CPU time of this process (all its threads) and of its children that have been waited for."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    return own.ru_utime + own.ru_stime + children_cpu_seconds()
+
+
+class Measuring:
+    """`with harness.measuring() as m:` around the timed part of a benchmark. Waits first for a
+    quiet machine when BENCH_WAIT_QUIET=<seconds> is set (`run.py --wait-quiet`), then records in
+    `m.share` the CPU time other processes used meanwhile, as a share of the machine's capacity:
+    figures taken with a share above ~0.1 are not comparable with a quiet run."""
+
+    share: float | None = None
+
+    def __enter__(self) -> Measuring:
+        wait = float(os.environ.get("BENCH_WAIT_QUIET") or 0)
+        if wait > 0:
+            wait_for_quiet(wait)
+        self.busy0, self.own0, self.t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        busy1 = cpu_busy_seconds()
+        if self.busy0 is None or busy1 is None:
+            return
+        wall = time.perf_counter() - self.t0
+        other = (busy1 - self.busy0) - (own_cpu_seconds() - self.own0)
+        self.share = round(max(0.0, other) / (wall * (os.cpu_count() or 1)), 3)
+        progress(f"other processes used {self.share:.0%} of the machine's CPU while this was measured")
+
+
+measuring = Measuring
+
+
 def machine_busy_share(window: float = 5.0) -> float | None:
     """Share of the machine's CPU capacity in use over the next `window` seconds."""
     before = cpu_busy_seconds()

@@ -59,7 +59,8 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
         vectors.upsert(bare_key, model_id, [episode_id], vector, [{"user_key": bare_key, "status": "active"}])
 
     # Interleaved (remember text i, then bare text i) so that both meet the same machine load.
-    timings = harness.interleaved({"remember": remember, "bare": bare}, remember_texts, warmup=0)
+    with harness.measuring() as measured:
+        timings = harness.interleaved({"remember": remember, "bare": bare}, remember_texts, warmup=0)
     ours, bare_t = timings["remember"], timings["bare"]
     remember_rate = remember_count / sum(ours.samples)
     bare_rate = remember_count / sum(bare_t.samples)
@@ -73,6 +74,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
                 "per_s": round(remember_rate, 1),
                 "median_ms": round(ours.median_ms, 2),
                 "p95_ms": round(ours.p95_ms, 2),
+                "other_cpu_share": measured.share,
             },
             baseline={
                 "name": "bare embed + Chroma upsert per episode (no database row, no audit entry)",
@@ -89,7 +91,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
     # Batched: rows through bulk_create, vectors through index_episodes in batches.
     batch_keys = dataset.scope_keys("group_batched")
     now = timezone.now()
-    with harness.stopwatch() as elapsed:
+    with harness.measuring() as measured_batched, harness.stopwatch() as elapsed:
         dataset.bulk_load(((batch_keys, t) for t in batch_texts), len(batch_texts), mixed_statuses=False, now=now,
                           say=lambda _m: None)
         rows_s = elapsed()
@@ -113,6 +115,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
                 "rows_s": round(rows_s, 2),
                 "embed_and_index_s": round(total_s - rows_s, 2),
                 "batch": BATCH,
+                "other_cpu_share": measured_batched.share,
             },
             baseline={
                 "name": "operations.remember one episode at a time (above)",

@@ -63,7 +63,8 @@ def main() -> int:
     parser.add_argument("--keep-results", action="store_true", help="add to latest.json instead of starting afresh")
     parser.add_argument(
         "--wait-quiet", type=float, default=0, metavar="SECONDS",
-        help="before each benchmark, wait up to SECONDS for the machine to be under 15%% busy",
+        help="before each measurement (after its data is loaded), wait up to SECONDS for the machine to be "
+        "under 15%% busy",
     )
     args = parser.parse_args()
 
@@ -77,12 +78,18 @@ def main() -> int:
     harness.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     if not args.keep_results:
         harness.RESULTS_FILE.write_text("[]\n")
+    previous: list[dict] = []
+    if args.keep_results and harness.RUN_FILE.exists():
+        try:
+            previous = [b for b in json.loads(harness.RUN_FILE.read_text()).get("benchmarks", []) if b["name"] not in chosen]
+        except (ValueError, KeyError, AttributeError):
+            previous = []
     run_info = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": harness.machine(),
         "model_dir": str(harness.model_dir()),
         "scale_episodes": args.episodes,
-        "benchmarks": [],
+        "benchmarks": previous,
     }
     print(f"memconsole benchmarks on {run_info['machine']['cpu']} ({run_info['machine']['cores']} cores), "
           f"load average {harness.loadavg()}, scale {args.episodes:,} episodes")
@@ -90,14 +97,13 @@ def main() -> int:
     plan = commands(args.episodes)
     for name in chosen:
         print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
-        if args.wait_quiet:
-            harness.wait_for_quiet(args.wait_quiet)
         load_before = harness.loadavg()
         started = time.perf_counter()
         with harness.OtherLoad() as other:
             result = subprocess.run(
                 [sys.executable, "-m", f"bench.{name}", *plan[name]],
-                cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=False,
+                cwd=ROOT, check=False,
+                env={**os.environ, "PYTHONPATH": str(ROOT), "BENCH_WAIT_QUIET": str(args.wait_quiet or "")},
             )
         seconds = round(time.perf_counter() - started, 1)
         run_info["benchmarks"].append({
