@@ -3,6 +3,7 @@
     make bench                                   # default sizes: a few minutes on 2 cores
     make bench BENCH_ARGS="--episodes 1000000"   # the sizes (list/export 1M, search 100k)
     make bench BENCH_ARGS="--only search,export"
+    make bench BENCH_ARGS="--episodes 1000000 --size reindex=100000 --size api_load=5000 --wait-quiet 3600"
 
 `--episodes N` (default 100,000) sets the scale: the episode list and the export use N episodes,
 search a tenth, reindex and the API load test a twentieth, batched ingest a fiftieth; embedding
@@ -60,6 +61,10 @@ def main() -> int:
     parser.add_argument("--episodes", type=int, default=100_000, help="scale (default 100,000; the issue's is 1,000,000)")
     parser.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
+    parser.add_argument(
+        "--size", action="append", default=[], metavar="NAME=N",
+        help="episodes for one benchmark, overriding the scale (e.g. --size reindex=100000)",
+    )
     parser.add_argument("--keep-results", action="store_true", help="add to latest.json instead of starting afresh")
     parser.add_argument(
         "--wait-quiet", type=float, default=0, metavar="SECONDS",
@@ -74,6 +79,15 @@ def main() -> int:
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)} (choose from {', '.join(BENCHMARKS)})")
     chosen = [b for b in chosen if b not in skipped]
+
+    plan = commands(args.episodes)
+    for item in args.size:
+        name, _, value = item.partition("=")
+        if name not in plan or not value.isdigit():
+            parser.error(f"--size {item!r}: use NAME=N with NAME one of {', '.join(BENCHMARKS)}")
+        flag = "--texts" if name == "embedding" else "--episodes"
+        position = plan[name].index(flag)
+        plan[name][position + 1] = value
 
     harness.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     if not args.keep_results:
@@ -94,7 +108,6 @@ def main() -> int:
     print(f"memconsole benchmarks on {run_info['machine']['cpu']} ({run_info['machine']['cores']} cores), "
           f"load average {harness.loadavg()}, scale {args.episodes:,} episodes")
     failed = []
-    plan = commands(args.episodes)
     for name in chosen:
         print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
         load_before = harness.loadavg()
