@@ -84,7 +84,7 @@ class MemoryClient:
         importance: int = 2,
         timestamp: datetime | str | None = None,
     ) -> dict[str, Any]:
-        """Store an episode; returns {episode_id, status, superseded: [ids]}."""
+        """Store an episode; returns {episode_id, status, superseded: [ids], indexed}."""
         body = {
             "content": content,
             "sender_id": sender_id,

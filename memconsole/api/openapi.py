@@ -144,8 +144,12 @@ def _schemas() -> dict[str, Any]:
                 "episode_id": EPISODE_ID,
                 "status": {"type": "string", "enum": list(STATUSES)},
                 "superseded": {"type": "array", "items": EPISODE_ID},
+                "indexed": {
+                    "type": "boolean",
+                    "description": "false: stored, but not searchable until the index takes it (`manage.py reindex`)",
+                },
             },
-            "required": ["episode_id", "status", "superseded"],
+            "required": ["episode_id", "status", "superseded", "indexed"],
         },
         "RecallRequest": _request(
             {

@@ -72,7 +72,13 @@ def remember(request: HttpRequest) -> JsonResponse:
     result = ops.remember(keys, request.api_actor, fields.pop("content", None), **fields)
     episode = result.episode
     return json_response(
-        {"episode_id": episode.episode_id, "status": episode.status, "superseded": result.superseded}, status=201
+        {
+            "episode_id": episode.episode_id,
+            "status": episode.status,
+            "superseded": result.superseded,
+            "indexed": result.indexed,
+        },
+        status=201,
     )
 
 

@@ -185,3 +185,18 @@ def test_it_uses_bot_isolation_across_sessions(api):
     assert api.post("recall", {"bot_uuid": "bot-a", "session_name": "person_7", "query": "who owns the bot"}).json() == {
         "episodes": []
     }
+
+
+def test_it_tells_the_bot_whether_the_episode_was_indexed(api, token_a):
+    from memconsole.lib import embeddings, vectors
+
+    assert remember(api, "Alice lives in Paris", sender_id="u1")["indexed"] is True
+    # A collection made by another model: the index refuses the next vector (until a reindex).
+    user_key = derive_scope("bot-a", "group_100").user_key
+    vectors.drop(user_key)
+    vectors.upsert(user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": user_key}])
+
+    body = remember(api, "Bob lives in Berlin", sender_id="u2")
+
+    assert body["indexed"] is False and body["status"] == "active"
+    assert not Episode.objects.get(episode_id=body["episode_id"]).vector_current
