@@ -44,7 +44,7 @@ from . import operations as ops
 from .audit import Actor
 from .errors import NotFound
 from .models import STATUSES, Episode, EpisodeCounts, HealthRun, InjectionSnapshot, Profile, Scope
-from .scopes import ScopeKeys, derive_scope, unregistered_scopes
+from .scopes import HEALTH_PROBE_BOT_UUID, ScopeKeys, derive_scope, unregistered_scopes
 
 log = logging.getLogger("memconsole.health")
 
@@ -71,7 +71,7 @@ CHECK_IDS = (
 )
 PROBE_CHECKS = ("search", "list", "get", "recall", "inject", "export", "delete")
 
-PROBE_BOT_UUID = "memconsole-health-probe"
+PROBE_BOT_UUID = HEALTH_PROBE_BOT_UUID  # reserved: derive_scope refuses it outside unregistered_scopes()
 PROBE_USER_KEY_PREFIX = PROBE_BOT_UUID + ":"
 PROBE_SOURCE = "health_probe"
 # A system actor that may only touch the probe's own bot: the probe cannot reach real data.
@@ -297,8 +297,9 @@ def _check_embedding() -> Check:
 
 def _new_canaries() -> Canaries:
     run_id = secrets.token_hex(4)
-    a = derive_scope(PROBE_BOT_UUID, f"probe_{run_id}a", "session")
-    b = derive_scope(PROBE_BOT_UUID, f"probe_{run_id}b", "session")
+    with unregistered_scopes():  # the probe's bot is reserved everywhere else
+        a = derive_scope(PROBE_BOT_UUID, f"probe_{run_id}a", "session")
+        b = derive_scope(PROBE_BOT_UUID, f"probe_{run_id}b", "session")
     theme = f"memconsole health probe canary {run_id}: the lighthouse keeper paints the door"
     return Canaries(
         run_id=run_id,

@@ -16,6 +16,11 @@ MAX_SESSION_NAME = 255
 MAX_BOT_UUID = 128
 RESERVED_BOT_UUID = "bot"
 GLOBAL_USER_KEY = "global"
+# The health probe's own bot (health.PROBE_BOT_UUID): its scopes are swept and deleted by the probe,
+# so no token, import or console user may write there; only the probe, inside `unregistered_scopes()`.
+HEALTH_PROBE_BOT_UUID = "memconsole-health-probe"
+
+_registration_suspended: ContextVar[bool] = ContextVar("memconsole_scope_registration_suspended", default=False)
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,9 @@ def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str 
     # Keys are plain strings, so refuse the few inputs whose keys would equal another scope's.
     if bot_uuid == RESERVED_BOT_UUID:
         raise ValidationError(f"bot_uuid {RESERVED_BOT_UUID!r} is reserved (bot-isolation keys start with 'bot:')", field="bot_uuid")
+    if bot_uuid.lower() == HEALTH_PROBE_BOT_UUID and not _registration_suspended.get():
+        # Case-insensitive: SQLite's LIKE, behind the probe's startswith sweeps, ignores ASCII case.
+        raise ValidationError(f"bot_uuid {HEALTH_PROBE_BOT_UUID!r} is reserved for the health check", field="bot_uuid")
     if not bot_uuid and ":" in session_name:
         raise ValidationError(
             "session_name may not contain ':' when there is no bot_uuid (it would read as '<bot_uuid>:<session>')",
@@ -81,9 +89,6 @@ def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str 
     else:
         user_key = f"{RESERVED_BOT_UUID}:{bot_uuid}" if bot_uuid else GLOBAL_USER_KEY
     return ScopeKeys(bot_uuid, session_name, isolation, launcher_type, launcher_id, scope_key, user_key)
-
-
-_registration_suspended: ContextVar[bool] = ContextVar("memconsole_scope_registration_suspended", default=False)
 
 
 @contextmanager

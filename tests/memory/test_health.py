@@ -328,3 +328,21 @@ def test_it_warns_against_reindexing_with_the_fallback(system, scope_with_episod
     assert drift["status"] == "WARN"
     assert "1 collections made by another embedding model" in drift["detail"]
     assert "install it first" in drift["fix"]
+
+
+def test_it_keeps_the_probes_bot_out_of_reach_of_tokens_and_bots(system, tmp_path):
+    """The probe sweeps and deletes what its bot holds: nobody else may write there."""
+    from memconsole.memory import imports, tokens
+    from memconsole.memory.errors import ValidationError
+    from memconsole.memory.scopes import derive_scope
+
+    with pytest.raises(ValidationError) as caught:
+        tokens.create_token("probe lookalike", [health.PROBE_BOT_UUID], system)
+    assert caught.value.field == "bot_uuid"
+    with pytest.raises(ValidationError):
+        derive_scope(health.PROBE_BOT_UUID, "group_1", "session")
+    export = tmp_path / "episodes.json"
+    export.write_text(json.dumps({"version": 1, "scope_key": "x:group_1", "episodes": [{"id": "e1", "content": "hi"}]}))
+    with pytest.raises(ValidationError):
+        imports.import_file(export, "langbot", bot_uuid=health.PROBE_BOT_UUID, actor=system)
+    assert not Episode.objects.exists()

@@ -6,7 +6,7 @@ import pytest
 
 from memconsole.memory.errors import ValidationError
 from memconsole.memory.models import Scope
-from memconsole.memory.scopes import derive_scope, keys_of, register_scope
+from memconsole.memory.scopes import derive_scope, keys_of, register_scope, unregistered_scopes
 
 
 def test_it_derives_session_isolation_keys_with_a_bot():
@@ -169,3 +169,15 @@ def test_it_registers_both_isolations_of_one_session_as_two_scopes(db):
         ("bot", "bot:bot-a"),
         ("session", "bot-a:group_7"),
     ]
+
+
+@pytest.mark.parametrize("bot_uuid", ["memconsole-health-probe", "Memconsole-Health-Probe", " memconsole-health-probe "])
+@pytest.mark.parametrize("isolation", ["session", "bot"])
+def test_it_reserves_the_health_probes_bot_for_the_probe(bot_uuid, isolation):
+    with pytest.raises(ValidationError) as caught:
+        derive_scope(bot_uuid, "group_1", isolation)
+    assert caught.value.field == "bot_uuid"
+
+    with unregistered_scopes():  # how the probe derives its canary scopes
+        keys = derive_scope("memconsole-health-probe", "probe_1a", "session")
+    assert keys.user_key == "memconsole-health-probe:probe_1a"
