@@ -29,6 +29,8 @@ os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
 COLLECTION_PREFIX = "mc_"
 SPACE = "cosine"
+REBUILD_SUFFIX = "_rebuild"  # the temporary collection of `rebuild_collection`
+COMPACT_LOCK_TIMEOUT = 30.0  # seconds `compact_storage` waits for embedded Chroma's database file
 
 
 class VectorIndexError(Exception):
@@ -145,14 +147,17 @@ def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, me
     _call("write", collection.upsert, ids=ids, embeddings=np.asarray(vectors, dtype=np.float32), metadatas=metadatas)
 
 
-def update_metadata(user_key: str, ids: list[str], metadatas: list[dict]) -> None:
+def update_metadata(user_key: str, ids: list[str], metadatas: list[dict]) -> list[str]:
+    """Update the metadata of those of `ids` that have a vector; returns the ids updated (the
+    others have no vector to update: their rows need re-embedding)."""
     collection = _collection(user_key, None, create=False)
     if collection is None or not ids:
-        return
+        return []
     existing = set(_call("read", collection.get, ids=ids, include=[])["ids"])
     pairs = [(i, m) for i, m in zip(ids, metadatas, strict=True) if i in existing]
     if pairs:
         _call("update", collection.update, ids=[p[0] for p in pairs], metadatas=[p[1] for p in pairs])
+    return [p[0] for p in pairs]
 
 
 def delete(user_key: str, ids: list[str]) -> None:
@@ -233,6 +238,17 @@ def drop(user_key: str) -> None:
             raise VectorIndexError(f"vector index drop failed ({describe()}): {exc}") from exc
 
 
+def drop_collection(name: str) -> None:
+    """Delete one memconsole collection by its name (e.g. the leftover of an interrupted rebuild)."""
+    if not name.startswith(COLLECTION_PREFIX):
+        raise VectorIndexError(f"refusing to drop {name!r}: not a memconsole collection")
+    try:
+        get_client().delete_collection(name)
+    except Exception as exc:
+        if type(exc).__name__ != "NotFoundError":
+            raise VectorIndexError(f"vector index drop failed ({describe()}): {exc}") from exc
+
+
 def list_collections() -> dict[str, str]:
     """{collection name: user_key} of every memconsole collection in the index."""
     client = get_client()
@@ -259,7 +275,7 @@ def rebuild_collection(user_key: str, batch: int = 2000) -> int:
         return 0
     client = get_client()
     name = collection_name(user_key)
-    temp_name = name[:40] + "_rebuild"  # still a valid, memconsole-prefixed name of <= 63 characters
+    temp_name = name[:40] + REBUILD_SUFFIX  # still a valid, memconsole-prefixed name of <= 63 characters
     try:
         client.delete_collection(temp_name)  # a leftover of an interrupted rebuild
     except Exception as exc:
@@ -313,7 +329,7 @@ def compact_storage() -> dict[str, Any]:
     if not os.path.exists(database):
         return {"compacted": True, "removed_folders": 0}
     get_client()  # make sure Chroma has flushed its own state before we look at the file
-    with sqlite3.connect(database, timeout=30) as connection:
+    with sqlite3.connect(database, timeout=COMPACT_LOCK_TIMEOUT) as connection:
         live = {row[0] for row in connection.execute("SELECT id FROM segments")}
     removed = 0
     for entry in os.listdir(root):
@@ -321,7 +337,7 @@ def compact_storage() -> dict[str, Any]:
         if os.path.isdir(path) and entry not in live and _looks_like_segment(entry):
             shutil.rmtree(path)
             removed += 1
-    connection = sqlite3.connect(database, timeout=30, isolation_level=None)
+    connection = sqlite3.connect(database, timeout=COMPACT_LOCK_TIMEOUT, isolation_level=None)
     try:
         connection.execute("VACUUM")
         connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

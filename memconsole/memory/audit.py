@@ -133,6 +133,18 @@ def _head_for_update() -> AuditHead:
     return head
 
 
+def lock_chain() -> None:
+    """Lock the chain's head until the end of the caller's `transaction.atomic()`.
+
+    Lock order: remember, archive/restore and delete lock the head *before* the per-user_key
+    counters (`EpisodeCounts`), so a transaction that recounts (imports, erasure) must lock the head
+    before it recounts too, or the two wait on each other (a deadlock on PostgreSQL).
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit.lock_chain must run inside transaction.atomic()")
+    _head_for_update()
+
+
 def append(
     operation: str,
     actor: Actor,

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from memconsole.lib import vectors
@@ -138,22 +140,24 @@ def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[s
     return {**payload, "episodes": kept, "system_blocks": blocks}
 
 
-def _snapshots_to_rewrite(sender_id: str, episode_ids: set[str], bot_uuid: str):
-    """(snapshot, new payload) for every other snapshot that holds the person's episodes."""
-    quoted = _quoted(sender_id)
-    candidates = InjectionSnapshot.objects.filter(_in_bot(bot_uuid)).exclude(speaker_id=sender_id)
-    candidates = candidates.filter(Q(encrypted=True) | Q(payload_stored__contains=quoted))
-    for snapshot in operations.iter_in_batches(candidates, BATCH):
+def _snapshots_to_rewrite(sender_id: str, episode_ids: set[str], snapshots: Iterable[InjectionSnapshot]):
+    """(snapshot, new payload) for each of `snapshots` that holds the person's episodes."""
+    for snapshot in snapshots:
         rewritten = _without_subject(snapshot.payload, sender_id, episode_ids)
         if rewritten is not None:
             yield snapshot, rewritten
 
 
-def _audit_to_redact(sender_id: str, targets: set[str], bot_uuid: str):
-    """Audit entries about the person: by sender, by target, or naming them in the payload."""
+def _other_snapshots(sender_id: str, bot_uuid: str):
+    """Snapshots of someone else that may hold the person's episodes (encrypted ones are read to tell)."""
+    candidates = InjectionSnapshot.objects.filter(_in_bot(bot_uuid)).exclude(speaker_id=sender_id)
+    return candidates.filter(Q(encrypted=True) | Q(payload_stored__contains=_quoted(sender_id)))
+
+
+def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditEntry]):
+    """Those of `entries` about the person: by sender, by target, or naming them in the payload."""
     quoted = _quoted(sender_id)
-    entries = AuditEntry.objects.filter(_in_bot(bot_uuid)) if bot_uuid else AuditEntry.objects.all()
-    for entry in operations.iter_in_batches(entries, BATCH):
+    for entry in entries:
         if entry.sender_id == sender_id or entry.target_id in targets:
             yield entry
         elif not entry.redacted:
@@ -162,11 +166,46 @@ def _audit_to_redact(sender_id: str, targets: set[str], bot_uuid: str):
                 yield entry
 
 
+def _audit_entries(bot_uuid: str):
+    return AuditEntry.objects.filter(_in_bot(bot_uuid)) if bot_uuid else AuditEntry.objects.all()
+
+
+def _batches(queryset) -> Iterable[Any]:
+    return operations.iter_in_batches(queryset, BATCH)
+
+
+def _by_pk(queryset, pks: list[int]) -> Iterable[Any]:
+    """Rows of `queryset` among `pks`, fetched again in batches (re-checked under the lock)."""
+    for start in range(0, len(pks), BATCH):
+        yield from queryset.filter(pk__in=pks[start : start + BATCH]).order_by("pk")
+
+
+@dataclass
+class _Found:
+    episode_rows: list[tuple[int, str, str]]
+    profile_pks: list[int]
+    rewrites: list[tuple[InjectionSnapshot, dict[str, Any]]]
+    to_redact: list[AuditEntry]
+
+    @property
+    def episode_ids(self) -> set[str]:
+        return {row[1] for row in self.episode_rows}
+
+    @property
+    def user_keys(self) -> list[str]:
+        return sorted({row[2] for row in self.episode_rows})
+
+
 def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, dry_run: bool = False) -> ErasureReport:
     """Remove every trace of one person (see the module docstring); `dry_run` only counts.
 
     Raises `ValidationError` for a bad sender id, `PermissionDenied` for an actor limited to other
     bots. Returns the counts; with `dry_run=False` also the receipt's audit id.
+
+    The search (which reads, and may decrypt, the whole audit log and every snapshot) runs outside
+    any transaction: on SQLite a transaction holds the database's write lock from its start, and
+    would stop every bot writing for the whole scan. The real run then re-checks what it found,
+    and looks at what was written since, inside its transaction.
     """
     sender_id, bot_uuid = _check(sender_id, bot_uuid, actor)
     report = ErasureReport(dry_run=dry_run, subject_digest=audit.subject_digest(sender_id), bot_uuid=bot_uuid)
@@ -178,27 +217,42 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     )
     speaker_snapshots = InjectionSnapshot.objects.filter(_in_bot(bot_uuid), speaker_id=sender_id)
 
+    # High-water marks first: whatever is written during the search lies above them.
+    audit_mark = AuditEntry.objects.aggregate(last=Max("seq"))["last"] or 0
+    snapshot_mark = InjectionSnapshot.objects.aggregate(last=Max("pk"))["last"] or 0
+    found = _find(sender_id, bot_uuid, episodes, profiles, _other_snapshots(sender_id, bot_uuid), _audit_entries(bot_uuid))
+    _fill(report, found, profiles, speaker_snapshots)
+    if dry_run:
+        return report
+
     with transaction.atomic():
-        episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
-        episode_ids = {row[1] for row in episode_rows}
-        user_keys = sorted({row[2] for row in episode_rows})
-        profile_pks = list(profiles.values_list("pk", flat=True))
-        report.episodes = len(episode_rows)
-        report.profiles = len(profile_pks)
-        report.profile_versions = ProfileVersion.objects.filter(profile_id__in=profile_pks).count()
-        report.snapshots_deleted = speaker_snapshots.count()
-        report.scopes = len(set(user_keys) | set(profiles.values_list("scope_key", flat=True)))
-        rewrites = list(_snapshots_to_rewrite(sender_id, episode_ids, bot_uuid))
-        report.snapshots_redacted = len(rewrites)
+        # Rows first, then the audit chain's head, then snapshots, audit entries and counters: the
+        # order in which remember, archive/restore, delete and profile edits take their locks.
+        found.episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
+        found.profile_pks = list(profiles.values_list("pk", flat=True))
+        _fill(report, found, profiles, speaker_snapshots)
+        ProfileVersion.objects.filter(profile_id__in=found.profile_pks).delete()
+        Profile.objects.filter(pk__in=found.profile_pks).delete()
+        pks = [row[0] for row in found.episode_rows]
+        for start in range(0, len(pks), BATCH):
+            Episode.objects.filter(pk__in=pks[start : start + BATCH]).delete()
+        audit.lock_chain()  # nothing more is appended to the chain until this commits
+
+        episode_ids = found.episode_ids
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
-        to_redact = list(_audit_to_redact(sender_id, targets, bot_uuid))
-        report.audit_redacted = len(to_redact)
-        if dry_run:
-            return report
+        others = _other_snapshots(sender_id, bot_uuid)
+        found.rewrites = list(_snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites])))
+        found.rewrites += _snapshots_to_rewrite(sender_id, episode_ids, _batches(others.filter(pk__gt=snapshot_mark)))
+        entries = _audit_entries(bot_uuid)
+        found.to_redact = list(_audit_to_redact(sender_id, targets, _by_pk(entries, [e.pk for e in found.to_redact])))
+        found.to_redact += _audit_to_redact(sender_id, targets, _batches(entries.filter(seq__gt=audit_mark)))
+        report.snapshots_deleted = speaker_snapshots.count()
+        report.snapshots_redacted = len(found.rewrites)
+        report.audit_redacted = len(found.to_redact)
 
         now = timezone.now()
         replacement = {"redacted": "erasure", "redacted_at": now.isoformat()}
-        for entry in to_redact:
+        for entry in found.to_redact:
             if not entry.redacted or entry.payload != replacement:
                 audit.redact(entry, replacement)
             audit.erase_identifiers(
@@ -206,7 +260,7 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
                 sender_id=entry.sender_id == sender_id,
                 target_id=entry.target_id == f"{PROFILE_SPEAKER}:{sender_id}",
             )
-        for snapshot, payload in rewrites:
+        for snapshot, payload in found.rewrites:
             snapshot.set_payload(payload)
             blocks = payload.get("system_blocks", [])
             snapshot.episode_count = len(payload.get("episodes", []))
@@ -217,12 +271,7 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
                 update_fields=["payload_stored", "encrypted", "episode_count", "block_count", "injected", "injection_chars"]
             )
         speaker_snapshots.delete()
-        ProfileVersion.objects.filter(profile_id__in=profile_pks).delete()
-        Profile.objects.filter(pk__in=profile_pks).delete()
-        pks = [row[0] for row in episode_rows]
-        for start in range(0, len(pks), BATCH):
-            Episode.objects.filter(pk__in=pks[start : start + BATCH]).delete()
-        for user_key in user_keys:
+        for user_key in found.user_keys:
             operations.recount(user_key)
         receipt = audit.append(
             "erase_subject",
@@ -245,25 +294,72 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
         )
         report.receipt_audit_id = receipt.audit_id
 
-    report.vector_index = _purge_vectors(user_keys, sorted(episode_ids), report)
+    report.vector_index = _purge_vectors(found.user_keys, sorted(found.episode_ids), report)
     report.database = compact_database()
     return report
 
 
+def _find(sender_id: str, bot_uuid: str, episodes, profiles, other_snapshots, entries) -> _Found:
+    """Everything about the person, as it stands now (read without a transaction)."""
+    episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
+    episode_ids = {row[1] for row in episode_rows}
+    targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
+    return _Found(
+        episode_rows=episode_rows,
+        profile_pks=list(profiles.values_list("pk", flat=True)),
+        rewrites=list(_snapshots_to_rewrite(sender_id, episode_ids, _batches(other_snapshots))),
+        to_redact=list(_audit_to_redact(sender_id, targets, _batches(entries))),
+    )
+
+
+def _fill(report: ErasureReport, found: _Found, profiles, speaker_snapshots) -> None:
+    report.episodes = len(found.episode_rows)
+    report.profiles = len(found.profile_pks)
+    report.profile_versions = ProfileVersion.objects.filter(profile_id__in=found.profile_pks).count()
+    report.snapshots_deleted = speaker_snapshots.count()
+    report.snapshots_redacted = len(found.rewrites)
+    report.audit_redacted = len(found.to_redact)
+    report.scopes = len(set(found.user_keys) | set(profiles.values_list("scope_key", flat=True)))
+
+
 def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: ErasureReport) -> dict[str, Any]:
-    """Delete the person's vectors, rebuild the collections that held them, compact the index."""
+    """Delete the person's vectors, rebuild the collections that held them, compact the index.
+
+    While a collection is rebuilt, a write to it can be lost (it lands in the old copy) and a failed
+    rebuild can leave vectors in its temporary collection: the scope's rows are marked not current
+    first and marked current again only after a successful rebuild, so `reindex` repairs the rest.
+    """
     ids = set(episode_ids)
     try:
         for user_key in user_keys:
+            marked = _mark_not_current(user_key)
             present = [i for i in vectors.all_ids(user_key) if i in ids]
             if present:
                 vectors.delete(user_key, present)
             vectors.rebuild_collection(user_key)
             report.collections_rebuilt += 1
+            _mark_current(user_key, marked)
         return {"ok": True, **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"})}
-    except (vectors.VectorIndexError, OSError) as exc:
+    except (vectors.VectorIndexError, OSError, sqlite3.Error) as exc:
+        # sqlite3.Error: embedded Chroma's own database file, e.g. "database is locked" while compacting.
         log.exception("erasure: the vector index was not fully purged")
-        return {"ok": False, "error": str(exc)}
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+
+
+def _mark_not_current(user_key: str) -> list[int]:
+    """Mark the rows of `user_key` whose vector is current as not current; returns their keys."""
+    pks = list(Episode.objects.filter(user_key=user_key, vector_current=True).values_list("pk", flat=True))
+    for start in range(0, len(pks), BATCH):
+        Episode.objects.filter(pk__in=pks[start : start + BATCH]).update(vector_current=False)
+    return pks
+
+
+def _mark_current(user_key: str, pks: list[int]) -> None:
+    """Mark current again those of `pks` whose vector the rebuilt collection holds."""
+    kept = set(vectors.all_ids(user_key))
+    for start in range(0, len(pks), BATCH):
+        rows = Episode.objects.filter(pk__in=pks[start : start + BATCH]).values_list("pk", "episode_id")
+        Episode.objects.filter(pk__in=[pk for pk, episode_id in rows if episode_id in kept]).update(vector_current=True)
 
 
 def compact_database() -> dict[str, Any]:

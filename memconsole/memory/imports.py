@@ -823,6 +823,9 @@ def _write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor
                 progress("writing", min(start + WRITE_BATCH, len(kept)), len(kept))
         for profile in plan.profiles:
             _write_profile(profile, actor, now)
+        # The chain's head before the counters, in the order remember/archive/delete take them
+        # (the other way round, an import and a remember deadlock on PostgreSQL).
+        audit.lock_chain()
         for user_key in {keys.user_key for keys in plan.scopes.values()}:
             operations.recount(user_key)
         for keys in plan.scopes.values():

@@ -168,13 +168,20 @@ def _count(user_key: str, **deltas: int) -> None:
 
 
 def recount(user_key: str) -> EpisodeCounts:
-    """Recompute one user_key's counters from the rows (after bulk loads and imports)."""
-    counts, _ = EpisodeCounts.objects.get_or_create(user_key=user_key)
-    rows = Episode.objects.filter(user_key=user_key)
-    counts.active = rows.filter(status=STATUS_ACTIVE).count()
-    counts.superseded = rows.filter(status=STATUS_SUPERSEDED).count()
-    counts.archived = rows.filter(status=STATUS_ARCHIVED).count()
-    counts.save()
+    """Recompute one user_key's counters from the rows (after bulk loads and imports).
+
+    Inside a transaction that appends to the audit log, call `audit.lock_chain()` first (see there).
+    """
+    with transaction.atomic():
+        EpisodeCounts.objects.get_or_create(user_key=user_key)
+        # Locked before counting: a concurrent remember's increment then either commits before the
+        # count (and is counted) or waits for this save (and is applied on top), never lost.
+        counts = EpisodeCounts.objects.select_for_update().get(user_key=user_key)
+        rows = Episode.objects.filter(user_key=user_key)
+        counts.active = rows.filter(status=STATUS_ACTIVE).count()
+        counts.superseded = rows.filter(status=STATUS_SUPERSEDED).count()
+        counts.archived = rows.filter(status=STATUS_ARCHIVED).count()
+        counts.save()
     return counts
 
 
@@ -227,13 +234,17 @@ def _sync_vector_metadata(episodes: list[Episode]) -> None:
     if not episodes:
         return
     Episode.objects.filter(pk__in=[e.pk for e in episodes]).update(vector_current=False)
+    updated: set[str] = set()
     try:
         for episode in episodes:
-            vectors.update_metadata(episode.user_key, [episode.episode_id], [vector_metadata(episode)])
+            updated.update(vectors.update_metadata(episode.user_key, [episode.episode_id], [vector_metadata(episode)]))
     except vectors.VectorIndexError:
         log.exception("vector metadata update failed; `manage.py reindex` will repair it")
-        return
-    Episode.objects.filter(pk__in=[e.pk for e in episodes]).update(vector_current=True)
+    # Only those whose vector was there to update: one never indexed (the index refused it) stays
+    # not current for `reindex`.
+    current = [e.pk for e in episodes if e.episode_id in updated]
+    if current:
+        Episode.objects.filter(pk__in=current).update(vector_current=True)
 
 
 def new_episode_id() -> str:

@@ -9,7 +9,8 @@ that has episodes or a collection and finds:
 - vectors whose metadata no longer matches the row (status, importance, tags...),
 - orphan vectors: no episode of that user_key has the id,
 - collections for user_keys without episodes,
-- collections made by another embedding model (dropped, and their episodes re-embedded).
+- collections made by another embedding model (dropped, and their episodes re-embedded),
+- leftovers of an interrupted collection rebuild (`*_rebuild`, erasure): dropped.
 
 With `check_only` it only counts. Otherwise it repairs, re-embedding in batches of a few hundred,
 so that it runs in bounded memory at millions of rows and can be interrupted and run again.
@@ -205,7 +206,14 @@ def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport
     skip = _probe_prefix()
 
     # Collections first, then the database (see the module docstring).
-    collection_keys = {uk for uk in vectors.list_collections().values() if uk and not uk.startswith(skip)}
+    collections = vectors.list_collections()
+    # A rebuild's temporary copy (erasure) left by a rebuild that failed or was interrupted: its
+    # scope's rows were marked not current before the rebuild, so they are re-embedded below.
+    leftovers = sorted(name for name in collections if name.endswith(vectors.REBUILD_SUFFIX))
+    report.orphan_collections += len(leftovers)
+    collection_keys = {
+        uk for name, uk in collections.items() if uk and not uk.startswith(skip) and name not in leftovers
+    }
     episode_keys = set(
         Episode.objects.exclude(user_key__startswith=skip).values_list("user_key", flat=True).distinct()
     )
@@ -219,6 +227,10 @@ def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport
             plans.append(plan)
         notify("scan", position, len(user_keys))
 
+    if not check_only:
+        for name in leftovers:
+            if _guard(report, f"dropping the rebuild leftover {name}", vectors.drop_collection, name):
+                report.collections_dropped += 1
     if not check_only and plans:
         total = sum(len(p.embed) + len(p.fix_metadata) + len(p.orphans) + p.drop_collection for p in plans)
         done = 0

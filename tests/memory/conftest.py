@@ -46,3 +46,55 @@ def counts():
         return database_counts(), vector_counts()
 
     return snapshot
+
+
+# --- two connections at once (PostgreSQL lock-order tests) ---------------------------------------
+
+
+def wait_for_lock_waiter(timeout: float = 20.0) -> None:
+    """Block until some other connection of this database waits on a lock (PostgreSQL)."""
+    import time
+
+    from django.db import connection
+
+    deadline = time.monotonic() + timeout
+    with connection.cursor() as cursor:
+        while time.monotonic() < deadline:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            )
+            if cursor.fetchone()[0]:
+                return
+            time.sleep(0.02)
+    raise AssertionError("no connection started waiting on a lock")
+
+
+def in_thread(fn, *args, **kwargs):
+    """Run fn in a thread with its own database connection; returns (thread, outcome dict)."""
+    import threading
+
+    from django.db import connection
+
+    outcome: dict = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = fn(*args, **kwargs)
+        except BaseException as exc:  # reported to the test
+            outcome["error"] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, outcome
+
+
+@pytest.fixture
+def postgresql(transactional_db):
+    """Committed data seen by several connections; skips unless the database is PostgreSQL."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL row locks: SQLite's IMMEDIATE transactions serialise every writer")

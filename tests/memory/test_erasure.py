@@ -20,6 +20,7 @@ from memconsole.memory import operations as ops
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, InjectionSnapshot, Profile, ProfileVersion
+from memconsole.memory.reindex import reindex
 from tests.conftest import MODEL_DIR
 
 pytestmark = pytest.mark.django_db
@@ -255,3 +256,156 @@ def test_it_leaves_no_trace_in_database_index_exports_or_snapshots(tmp_path):
     assert any(e["redacted"] for e in group["audit"]["entries"])
     snapshots = json.loads((out / "snapshots.json").read_text(encoding="utf-8"))
     assert len(snapshots) == 1 and snapshots[0]["speaker"]["id"] == "other-9"
+
+
+# --- locks, the vector index's failures (review) --------------------------------------------------
+
+
+def _watch_scans(monkeypatch) -> list[tuple[str, bool]]:
+    """(model scanned, inside a transaction?) for every batched scan erasure makes."""
+    from django.db import connection
+
+    seen: list[tuple[str, bool]] = []
+    real = ops.iter_in_batches
+
+    def watched(queryset, batch=1000):
+        seen.append((queryset.model.__name__, connection.in_atomic_block))
+        return real(queryset, batch)
+
+    monkeypatch.setattr(ops, "iter_in_batches", watched)
+    return seen
+
+
+@pytest.mark.django_db(transaction=True)
+def test_it_searches_outside_any_transaction_so_bots_keep_writing(world, system, monkeypatch):
+    # On SQLite a transaction holds the database's write lock from its start (IMMEDIATE): the scan
+    # of the whole audit log and every snapshot must not run inside one.
+    seen = _watch_scans(monkeypatch)
+
+    report = erasure.erase_subject("u1", actor=system, dry_run=True)
+
+    assert report.audit_redacted > 0
+    assert ("AuditEntry", False) in seen and ("InjectionSnapshot", False) in seen
+    assert all(not inside for _, inside in seen)
+
+    seen.clear()
+    erasure.erase_subject("u1", actor=system)
+
+    full_scans = [inside for model, inside in seen if model == "AuditEntry"]
+    assert full_scans[0] is False  # the whole log is read before the transaction; inside, only what came since
+    assert not Episode.objects.filter(sender_id="u1").exists() and verify_audit_chain().ok
+
+
+def test_it_erases_what_was_written_between_its_search_and_its_transaction(world, keys, system, monkeypatch):
+    real_find = erasure._find
+
+    def find_then_a_bot_writes(*args, **kwargs):
+        found = real_find(*args, **kwargs)
+        late = ops.remember(keys, system, "Alice's late note about Beijing", sender_id="u1", sender_name="Alice")
+        ops.record_injection(keys, system, "late note about Beijing", sender_id="u2", top_k=10)
+        ops.archive(keys, system, [late.episode.episode_id])
+        return found
+
+    monkeypatch.setattr(erasure, "_find", find_then_a_bot_writes)
+
+    report = erasure.erase_subject("u1", actor=system)
+
+    assert report.episodes == 4 and not Episode.objects.filter(sender_id="u1").exists()
+    for entry in AuditEntry.objects.all():
+        text = json.dumps(entry.payload, ensure_ascii=False)
+        assert '"u1"' not in text and "Alice's late note" not in text
+        assert entry.sender_id != "u1"
+    for snapshot in InjectionSnapshot.objects.all():
+        assert "Alice's late note" not in json.dumps(snapshot.payload, ensure_ascii=False)
+    assert verify_audit_chain().ok
+
+
+def test_it_reports_a_locked_index_database_while_compacting(world, system, settings, monkeypatch, caplog):
+    import sqlite3
+
+    real_compact = vectors.compact_storage
+
+    def compact_while_another_process_holds_the_file():
+        locker = sqlite3.connect(Path(settings.CHROMA_PATH) / "chroma.sqlite3", isolation_level=None)
+        locker.execute("BEGIN EXCLUSIVE")
+        try:
+            return real_compact()
+        finally:
+            locker.execute("ROLLBACK")
+            locker.close()
+
+    monkeypatch.setattr(vectors, "COMPACT_LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(vectors, "compact_storage", compact_while_another_process_holds_the_file)
+
+    report = erasure.erase_subject("u1", actor=system)
+
+    assert report.vector_index["ok"] is False
+    assert "database is locked" in report.vector_index["error"]
+    assert "the vector index was not fully purged" in caplog.text
+    assert report.receipt_audit_id and not Episode.objects.filter(sender_id="u1").exists()
+
+
+def test_it_marks_a_scopes_rows_not_current_while_its_collection_is_rebuilt(world, keys, system, monkeypatch):
+    real_rebuild = vectors.rebuild_collection
+    during: dict[str, set[bool]] = {}
+
+    def watched(user_key, batch=2000):
+        during[user_key] = set(Episode.objects.filter(user_key=user_key).values_list("vector_current", flat=True))
+        return real_rebuild(user_key, batch)
+
+    monkeypatch.setattr(vectors, "rebuild_collection", watched)
+
+    report = erasure.erase_subject("u1", actor=system)
+
+    assert report.vector_index["ok"] and during[keys.user_key] == {False}
+    assert set(Episode.objects.values_list("vector_current", flat=True)) == {True}
+    check = reindex(check_only=True)
+    assert (check.not_current, check.missing, check.stale) == (0, 0, 0)
+
+
+def test_it_leaves_a_scope_to_reindex_when_its_collection_rebuild_fails(world, keys, system, monkeypatch):
+    def interrupted(user_key, batch=2000):
+        raise vectors.VectorIndexError("the rebuild was interrupted")
+
+    monkeypatch.setattr(vectors, "rebuild_collection", interrupted)
+
+    report = erasure.erase_subject("u1", actor=system)
+
+    assert report.vector_index == {"ok": False, "error": "VectorIndexError: the rebuild was interrupted"}
+    left = Episode.objects.filter(user_key=keys.user_key)
+    assert left.exists() and not left.filter(vector_current=True).exists()
+    check = reindex(check_only=True)
+    assert check.not_current == left.count()
+    reindex(check_only=False)
+    assert set(left.values_list("vector_current", flat=True)) == {True}
+    assert ops.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"
+
+
+def test_it_erases_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, world, keys, system):
+    import threading
+
+    from django.db import transaction
+
+    from .conftest import in_thread, wait_for_lock_waiter
+
+    holding = threading.Event()
+
+    def remember_in_progress() -> None:
+        # remember's order: the audit chain's head, then the counters.
+        with transaction.atomic():
+            audit.append("remember", system, scope_key=keys.scope_key, user_key=keys.user_key, summary="concurrent")
+            holding.set()
+            wait_for_lock_waiter()  # the erasure is now waiting for the chain
+            ops._count(keys.user_key)
+
+    writer, outcome = in_thread(remember_in_progress)
+    assert holding.wait(30)
+
+    report = erasure.erase_subject("u1", actor=system)
+    writer.join(30)
+
+    assert "error" not in outcome, outcome.get("error")
+    assert report.episodes == 3 and report.receipt_audit_id
+    counts = EpisodeCounts.objects.get(user_key=keys.user_key)
+    assert (counts.active, counts.archived) == (2, 0)
+    assert verify_audit_chain().ok

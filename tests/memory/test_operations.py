@@ -427,3 +427,73 @@ def test_it_keeps_every_snapshot_within_retention_and_prunes_older_ones(keys, sy
     InjectionSnapshot.objects.filter(pk=first.pk).update(recorded_at=datetime.now(UTC) - timedelta(days=31))
     ops.record_injection(keys, system, "three")
     assert sorted(s.payload["query"] for s in InjectionSnapshot.objects.all()) == ["three", "two"]
+
+
+# --- counters under concurrency (PostgreSQL) ----------------------------------------------------
+
+
+def test_it_recounts_without_losing_the_increment_of_a_concurrent_remember(postgresql, keys, system):
+    import threading
+
+    from django.db import transaction
+    from django.utils import timezone
+
+    from .conftest import in_thread, wait_for_lock_waiter
+
+    ops.remember(keys, system, "the first memory")
+    written, release = threading.Event(), threading.Event()
+
+    def remember_in_progress() -> None:
+        # What remember's transaction does: a new active row, then the counter's increment.
+        with transaction.atomic():
+            row = Episode(
+                episode_id=ops.new_episode_id(),
+                user_key=keys.user_key,
+                scope_key=keys.scope_key,
+                bot_uuid=keys.bot_uuid,
+                timestamp=timezone.now(),
+            )
+            row.set_content("the second memory")
+            row.save(force_insert=True)
+            ops._count(keys.user_key, active=1)
+            written.set()
+            assert release.wait(30)
+
+    writer, writer_outcome = in_thread(remember_in_progress)
+    assert written.wait(30)
+    recounter, recount_outcome = in_thread(ops.recount, keys.user_key)
+    wait_for_lock_waiter()  # the recount waits for the remember's row lock on the counters
+    release.set()
+    writer.join(30)
+    recounter.join(30)
+
+    assert "error" not in writer_outcome and "error" not in recount_outcome
+    assert Episode.objects.filter(user_key=keys.user_key, status="active").count() == 2
+    assert _counts(keys.user_key) == (2, 0, 0)
+
+
+def test_it_keeps_an_episode_the_index_refused_not_current_through_archive_and_restore(keys, system):
+    # A collection made by another model: the index refuses the new vector (ModelMismatch).
+    vectors.upsert(keys.user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": keys.user_key}])
+    result = ops.remember(keys, system, "saved while the index refused it")
+    assert not result.indexed
+
+    ops.archive(keys, system, [result.episode.episode_id])
+    ops.restore(keys, system, [result.episode.episode_id])
+
+    result.episode.refresh_from_db()
+    assert not result.episode.vector_current  # so that `reindex` still embeds it
+    assert result.episode.episode_id not in vectors.all_ids(keys.user_key)
+
+
+def test_it_marks_current_the_episodes_whose_vector_metadata_was_updated(keys, system):
+    indexed = ops.remember(keys, system, "indexed normally").episode
+    dropped = ops.remember(keys, system, "its vector went missing").episode
+    vectors.delete(keys.user_key, [dropped.episode_id])
+
+    ops.archive(keys, system, [indexed.episode_id, dropped.episode_id])
+
+    indexed.refresh_from_db()
+    dropped.refresh_from_db()
+    assert indexed.vector_current and _vector_meta(keys.user_key, indexed.episode_id)["status"] == "archived"
+    assert not dropped.vector_current

@@ -161,3 +161,26 @@ def test_it_reports_and_repairs_from_the_command(keys, scope_with_episodes, caps
 
     call_command("reindex", "--check")
     assert "no drift" in capsys.readouterr().out
+
+
+def test_it_drops_the_leftover_of_an_interrupted_collection_rebuild(keys, scope_with_episodes):
+    # What rebuild_collection leaves when it stops between copying and renaming: a temporary copy
+    # carrying the scope's user_key (and, here, a vector the real collection no longer has).
+    leftover = vectors.collection_name(keys.user_key)[:40] + vectors.REBUILD_SUFFIX
+    copy = vectors.get_client().create_collection(
+        leftover,
+        embedding_function=None,
+        configuration={"hnsw": {"space": "cosine"}},
+        metadata={"user_key": keys.user_key, "model": embeddings.current_model_id()},
+    )
+    copy.upsert(ids=["feedfeedfeed"], embeddings=embeddings.embed(["stranded"]), metadatas=[{"user_key": keys.user_key}])
+
+    check = reindex(check_only=True)
+    assert check.orphan_collections == 1 and check.drift == 1 and not check.ok
+
+    report = reindex(check_only=False)
+
+    assert report.collections_dropped == 1 and report.ok
+    assert leftover not in vectors.list_collections()
+    assert set(vectors.all_ids(keys.user_key)) == {e.episode_id for e in scope_with_episodes}
+    assert reindex(check_only=True).drift == 0
