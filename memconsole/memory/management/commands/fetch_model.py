@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tarfile
 import tempfile
@@ -10,24 +9,16 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from memconsole.lib.embeddings import find_model_files
+from memconsole.lib.embeddings import file_sha256, find_model_files
 
 # chromadb's published all-MiniLM-L6-v2 ONNX archive and its sha256 (as pinned by chromadb itself).
 MODEL_URL = "https://chroma-onnx-models.s3.amazonaws.com/all-MiniLM-L6-v2/onnx.tar.gz"
 MODEL_SHA256 = "913d7300ceae3b2dbc2c50d1de4baacab4be7b9380491c27fab7418616a16ec3"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def install_archive(archive: Path, target: Path, expected_sha256: str) -> None:
     """Verify `archive` and unpack its model files into `target` (no path outside it is written)."""
-    actual = sha256_of(archive)
+    actual = file_sha256(archive)
     if actual != expected_sha256:
         raise CommandError(f"checksum mismatch: expected {expected_sha256}, got {actual}; nothing installed")
     with tempfile.TemporaryDirectory() as tmp, tarfile.open(archive, "r:gz") as tar:
