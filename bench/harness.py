@@ -322,6 +322,20 @@ def machine() -> dict[str, Any]:
     }
 
 
+def git_state() -> dict[str, Any]:
+    """The commit measured and how many files differed from it (others edit the tree live)."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        try:
+            return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False).stdout.strip()
+        except OSError:
+            return ""
+
+    changed = [line for line in git("status", "--porcelain").splitlines() if line and not line.startswith("??")]
+    return {"commit": git("rev-parse", "--short", "HEAD"), "modified_files": len(changed)}
+
+
 def loadavg() -> list[float]:
     try:
         return [round(x, 2) for x in os.getloadavg()]

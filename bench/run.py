@@ -111,6 +111,7 @@ def main() -> int:
     for name in chosen:
         print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
         load_before = harness.loadavg()
+        code = harness.git_state()
         started = time.perf_counter()
         with harness.OtherLoad() as other:
             result = subprocess.run(
@@ -122,7 +123,7 @@ def main() -> int:
         run_info["benchmarks"].append({
             "name": name, "args": plan[name], "seconds": seconds, "exit_code": result.returncode,
             "loadavg_before": load_before, "loadavg_after": harness.loadavg(),
-            "other_processes_cpu_share": other.share,
+            "other_processes_cpu_share": other.share, "git": code,
         })
         harness.RUN_FILE.write_text(json.dumps(run_info, indent=2) + "\n")
         print(f"#### {name} done in {seconds} s (exit {result.returncode}); other processes used "
