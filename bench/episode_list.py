@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import html
 import re
+import resource
 import sys
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ TARGET_ADMIN_RATIO = 50.0
 OTHER_SCOPES = 20
 PAGE_SIZE = 25
 NEXT_LINK = re.compile(r'<a rel="next" href="([^"]+)"')
+FAULTS_PER_REQUEST = 0.0
 
 
 def load(n: int) -> tuple[object, int]:
@@ -100,6 +102,8 @@ def rounds(console, viewer_client, admin_client, pages: dict, admin_urls: dict, 
         get_ok(client, url)
         return time.perf_counter() - t0
 
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
     started = time.perf_counter()
     done = 0
     while done < max_rounds and (done < min_rounds or time.perf_counter() - started < budget_s):
@@ -110,11 +114,56 @@ def rounds(console, viewer_client, admin_client, pages: dict, admin_urls: dict, 
         for _ in range(console_per_round):
             viewer.append(timed(viewer_client, pages["page1"]))
         done += 1
+    requests = sum(len(v) for v in ours.values()) + sum(len(v) for v in theirs.values()) + len(viewer)
+    global FAULTS_PER_REQUEST
+    FAULTS_PER_REQUEST = (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before) / max(requests, 1)
     return (
         {k: harness.Timing(v) for k, v in ours.items()},
         {k: harness.Timing(v) for k, v in theirs.items()},
         harness.Timing(viewer),
     )
+
+
+def through_server(workdir: Path, user, url: str, samples: int = 40) -> harness.Timing:
+    """Page timings through `make run`'s real server (gunicorn on loopback, keep-alive), logged in
+    with a session made for `user`: the production path, at the production call depth."""
+    import http.client
+
+    from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.db import connections
+
+    from bench import api_load
+
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.create()
+    connections.close_all()
+    process, port = api_load.start_gunicorn(harness.bench_environment(workdir), workdir, 1)
+    try:
+        conn = http.client.HTTPConnection(api_load.HOST, port, timeout=60)
+        headers = {"Cookie": f"sessionid={session.session_key}"}
+
+        def get() -> None:
+            conn.request("GET", url, headers=headers)
+            response = conn.getresponse()
+            response.read()
+            if response.status != 200:
+                raise SystemExit(f"bench: GET {url} through gunicorn answered {response.status}")
+
+        for _ in range(5):
+            get()
+        timings = []
+        for _ in range(samples):
+            t0 = time.perf_counter()
+            get()
+            timings.append(time.perf_counter() - t0)
+        conn.close()
+    finally:
+        api_load.stop(process)
+    return harness.Timing(timings)
 
 
 def get_ok(client, url: str):
@@ -186,6 +235,9 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     }
     with harness.measuring() as measured:
         ours, theirs, as_viewer = rounds(console, viewer_client, admin_client, pages, admin_urls)
+        served = through_server(workdir, console_user, base)
+    harness.progress(f"page1 through gunicorn (HTTP on loopback): median {served.median_ms:.1f} ms; "
+                     f"{FAULTS_PER_REQUEST:,.0f} page faults per test-client request")
     for label in pages:
         harness.progress(f"{label}: console median {ours[label].median_ms:.1f} ms, admin {theirs[label].median_ms:.1f} ms")
     harness.progress(f"page1 as a viewer (no row actions): median {as_viewer.median_ms:.1f} ms")
@@ -207,6 +259,8 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
         target = f"median <= {TARGET_MS:g} ms and >= {TARGET_ADMIN_RATIO:g}x the admin"
         if label == "page1":
             figures["viewer_median_ms"] = round(as_viewer.median_ms, 2)
+            figures["through_gunicorn_median_ms"] = round(served.median_ms, 2)
+            figures["page_faults_per_request"] = round(FAULTS_PER_REQUEST)
         if label == "deep":
             slowdown = mine.median_ms / ours["page1"].median_ms
             figures["vs_page1"] = round(slowdown, 2)
