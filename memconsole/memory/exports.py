@@ -219,7 +219,7 @@ def stream_scope_export(
     with transaction.atomic():
         # Lock the chain's head first so the audit count below is exact: the export's own entry
         # is the last one it covers.
-        audit._head_for_update()
+        audit.lock_chain()
         audit_count = _audit_entries(keys).count() + 1 if include_audit else 0
         entry = audit.append(
             "export",
@@ -278,7 +278,7 @@ def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
     operations._allow(actor, keys)
     now = timezone.now()
     with transaction.atomic():
-        audit._head_for_update()
+        audit.lock_chain()
         count = _audit_entries(keys).count() + 1
         entry = audit.append(
             "audit_export",
