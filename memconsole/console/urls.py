@@ -33,6 +33,7 @@ urlpatterns = [
     path("scopes/<int:scope_id>/profiles/<str:profile_type>/rollback/", views.profile_rollback, name="profile_rollback"),
     path("scopes/<int:scope_id>/episodes/", views.episodes, name="episodes"),
     path("scopes/<int:scope_id>/episodes/bulk/", views.episodes_bulk, name="episodes_bulk"),
+    path("scopes/<int:scope_id>/speakers/", views.speaker_options, name="speaker_options"),
     path("scopes/<int:scope_id>/episodes/<episode:episode_id>/", views.episode_detail, name="episode_detail"),
     path("scopes/<int:scope_id>/episodes/<episode:episode_id>/archive/", views.episode_archive, name="episode_archive"),
     path("scopes/<int:scope_id>/episodes/<episode:episode_id>/restore/", views.episode_restore, name="episode_restore"),

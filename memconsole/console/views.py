@@ -17,8 +17,8 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
+from django.utils.translation import get_language, ngettext
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
@@ -57,6 +57,7 @@ from .access import (
     wants_fragment,
 )
 from .paging import keyset_page
+from .rows import episode_row, episode_table
 
 SCOPES_PER_PAGE = 25
 SNAPSHOTS_PER_PAGE = 20
@@ -233,6 +234,16 @@ def _episode_results(request: HttpRequest, keys: ScopeKeys, form: forms.EpisodeF
         return {"index_error": str(exc)}, 503
 
 
+def _filters_cache_key(request: HttpRequest, scope: Scope, form: forms.EpisodeFilterForm) -> str | None:
+    """What the rendered filter form depends on: the scope, the language and the query without its
+    cursor (so every page of one listing shares it). None when the form shows errors: not cached."""
+    if form.errors:
+        return None
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    return f"{scope.pk}|{get_language()}|{query.urlencode()}"
+
+
 @require_GET
 @scope_view()
 def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
@@ -243,9 +254,20 @@ def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpRespons
     form = forms.EpisodeFilterForm(query)
     results, status = _episode_results(request, keys, form) if form.is_valid() else ({}, 400)
     context = _scope_context(
-        request, scope, keys, "episodes", form=form, speakers=_known_speakers(keys), bulk=forms.BulkActionForm(), **results
+        request, scope, keys, "episodes", form=form, bulk=forms.BulkActionForm(), **results
     )
+    page = results.get("page")
+    context.update(episode_table(scope.pk, context, page.episodes if page else (), results.get("hits") or ()))
+    context["filters_cache_key"] = _filters_cache_key(request, scope, form)
     return render_screen(request, "console/episode_list.html", "console/_episode_list.html", context, status)
+
+
+@require_GET
+@scope_view()
+def speaker_options(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    """The speaker picker's <option>s, fetched when the picker is first focused rather than with
+    every Episodes page (hundreds of speakers would cost the page more than its 25 rows)."""
+    return render(request, "console/_speaker_options.html", {"speakers": _known_speakers(keys)})
 
 
 def _episode_or_404(keys: ScopeKeys, episode_id: str) -> Episode:
@@ -282,8 +304,7 @@ def episode_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_
 def _row_response(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode: Episode, message: str) -> HttpResponse:
     episodes_url = reverse("console:episodes", args=[scope.pk])
     if wants_fragment(request):
-        context = {"scope": scope, "episode": episode, "next": _next_url(request, episodes_url), "flash": message}
-        response = render(request, "console/_episode_row.html", {**context, **user_permissions(request.user)})
+        response = HttpResponse(episode_row(scope.pk, user_permissions(request.user), episode, flash=message))
         return trigger_client_event(response, "episodeCountsChanged")
     messages.success(request, message)
     return redirect(_next_url(request, episodes_url))

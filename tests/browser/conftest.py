@@ -8,6 +8,7 @@ MEMCONSOLE_REQUIRE_BROWSER=1 (set by CI), where they fail instead.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -120,8 +121,31 @@ class Console:
         return path
 
 
+@pytest.fixture(scope="session")
+def one_request_at_a_time(live_server: Any) -> Any:
+    """On in-memory SQLite, Django's live server shares one database connection between its
+    request threads, and SQLite's shared cache answers two requests at once (an htmx page firing
+    two refreshes) with "database table is locked". There, requests are served one at a time;
+    concurrency is tested against real servers in tests/reliability."""
+    if live_server.thread.connections_override:
+        server = live_server.thread.httpd
+        app, lock = server.get_app(), threading.Lock()
+
+        def serialised(environ: dict, start_response: Any) -> list[bytes]:
+            with lock:
+                result = app(environ, start_response)
+                try:
+                    return list(result)
+                finally:
+                    if hasattr(result, "close"):
+                        result.close()
+
+        server.set_app(serialised)
+    return live_server
+
+
 @pytest.fixture
-def new_console(browser: Any, live_server: Any) -> Iterator[Any]:
+def new_console(browser: Any, one_request_at_a_time: Any) -> Iterator[Any]:
     """Opens a fresh browser context (own cookies and storage): new_console(color_scheme=, viewport=, timezone_id=)."""
     contexts: list[Any] = []
 
@@ -137,7 +161,7 @@ def new_console(browser: Any, live_server: Any) -> Iterator[Any]:
         )
         context.set_default_timeout(TIMEOUT_MS)
         contexts.append(context)
-        return Console(context.new_page(), live_server.url, context)
+        return Console(context.new_page(), one_request_at_a_time.url, context)
 
     yield open_console
     for context in contexts:

@@ -114,6 +114,13 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     console.log_in("admin")
     console.goto(episodes_path(seeded))
 
+    # The speaker picker fills itself the first time it is focused, and the address stays.
+    expect(page.locator("#speaker-list option")).to_have_count(0)
+    page.get_by_label("Speaker", exact=True).focus()
+    expect(page.locator("#speaker-list option")).to_have_count(2)
+    expect(page.locator('#speaker-list option[value="u1"]')).to_have_text("Alice")
+    expect(page).to_have_url(re.compile(rf"{episodes_path(seeded)}$"))
+
     page.get_by_label("Per page").select_option("10")
     page.get_by_role("button", name="Apply filters").click()
     expect(page).to_have_url(re.compile(r"limit=10"))

@@ -97,6 +97,36 @@ def test_it_keeps_the_filters_in_the_page_links(viewer_client, url, light_scope,
     assert "tag=bulk" in link and "status=all" in link and "limit=10" in link
 
 
+def test_it_fills_the_speaker_picker_with_this_scopes_speakers_only(viewer_client, granted_client, url, scope, other_scope):
+    page = page_text(viewer_client.get(url("episodes", scope.pk)))
+    picker = re.search(r'<datalist id="speaker-list"[^>]*>', page).group(0)
+    options_url = url("speaker_options", scope.pk)
+    assert f'hx-get="{options_url}"' in picker and 'hx-trigger="focusin from:#id_sender once"' in picker
+    assert 'hx-push-url="false"' in picker and 'hx-target="this"' in picker
+    options = page_text(viewer_client.get(options_url, **htmx()))
+    assert '<option value="u1">Alice</option>' in options and '<option value="u2">Bob</option>' in options
+    assert "u9" not in options and "Zed" not in options  # bot B's speaker
+    assert granted_client.get(options_url).status_code == 404  # may see only bot B
+
+
+def test_it_shows_each_query_its_own_filter_values(viewer_client, url, light_scope):
+    """The filter form is cached by scope, language and query: a different query, an invalid one
+    or another language never gets another query's form."""
+    episodes_url = url("episodes", light_scope.pk)
+    for tag in ("alpha", "beta", "alpha"):
+        page = page_text(viewer_client.get(episodes_url, {"tag": tag}))
+        assert re.search(rf'name="tag" value="{tag}"', page) and "Filters (1 in use)" in page
+    page = page_text(viewer_client.get(episodes_url, {"tag": "alpha", "cursor": "a999999"}))
+    assert 'name="tag" value="alpha"' in page
+    bad = viewer_client.get(episodes_url, {"tag": "alpha", "importance": "9"})
+    assert bad.status_code == 400 and 'class="field-error"' in page_text(bad)
+    page = page_text(viewer_client.get(episodes_url, {"tag": "alpha"}))
+    assert 'class="field-error"' not in page and 'name="importance" value="9"' not in page
+    viewer_client.post("/i18n/setlang/", {"language": "es", "next": episodes_url})
+    page = page_text(viewer_client.get(episodes_url, {"tag": "alpha"}))
+    assert 'name="tag" value="alpha"' in page and "Filtros (1 en uso)" in page
+
+
 def test_it_labels_the_controls_with_the_agreed_names(operator_client, admin_client_, url, scope, keys):
     plain_episodes(keys, 30)
     page = page_text(admin_client_.get(url("episodes", scope.pk), {"limit": 10}))
@@ -119,11 +149,17 @@ def test_it_hides_actions_a_role_cannot_use(viewer_client, operator_client, url,
     assert ">Archive</button>" in page and ">Delete</button>" not in page
 
 
-def test_it_shows_html_in_episode_content_as_text(viewer_client, url, scope, keys, system):
-    ops.remember(keys, system, '<script>alert("x")</script><img src=x onerror=alert(1)>', sender_name="<b>Mallory</b>")
-    page = page_text(viewer_client.get(url("episodes", scope.pk)))
-    assert "<script>alert" not in page and "<img src=x" not in page and "<b>Mallory</b>" not in page
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page and "&lt;b&gt;Mallory&lt;/b&gt;" in page
+@pytest.mark.parametrize("client_name", ["viewer_client", "admin_client_"])
+def test_it_shows_html_in_episode_content_as_text(request, client_name, url, scope, keys, system):
+    client = request.getfixturevalue(client_name)
+    ops.remember(keys, system, '<script>alert("x")</script><img src=x onerror=alert(1)>', sender_name="<b>Mallory</b>",
+                 sender_id='u"><i>', tags=["<em>tag</em>"])
+    for query in ({}, {"q": "alert"}):  # the list and the search results
+        page = page_text(client.get(url("episodes", scope.pk), query))
+        assert "<script>alert" not in page and "<img src=x" not in page and "<b>Mallory</b>" not in page
+        assert "<em>tag" not in page and 'u"><i>' not in page
+        assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page and "&lt;b&gt;Mallory&lt;/b&gt;" in page
+        assert "&lt;em&gt;tag&lt;/em&gt;" in page and "(u&quot;&gt;&lt;i&gt;)" in page
 
 
 def test_it_renders_times_as_utc_time_elements(viewer_client, url, scope):
@@ -274,10 +310,24 @@ def test_it_deletes_a_row_in_place_for_htmx_and_audits_it(admin_client_, url, sc
 
 
 def test_it_carries_the_confirmation_on_the_delete_button(admin_client_, url, scope, scope_with_episodes):
+    episode = scope_with_episodes[0]
     page = page_text(admin_client_.get(url("episodes", scope.pk)))
-    form = re.search(r'<form method="post" action="[^"]+/delete/"[^>]*>', page, re.S).group(0)
-    assert "hx-post=" in form and "hx-confirm=" in form and "hx-vals='{\"confirmed\": \"1\"}'" in form
-    assert 'hx-target="closest tr"' in form
+    delete_url = url("episode_delete", scope.pk, episode.episode_id)
+    button = re.search(rf'<button [^>]*formaction="{delete_url}"[^>]*>', page).group(0)
+    assert f'hx-post="{delete_url}"' in button and 'hx-target="closest tr"' in button
+    assert "hx-vals='{\"confirmed\": \"1\"}'" in button
+    assert f'hx-confirm="Delete episode {episode.episode_id} for good? This cannot be undone."' in button
+    assert 'form="row-actions"' in button and 'type="submit"' in button
+
+
+def test_it_gives_the_rows_one_form_with_the_pages_csrf_token(admin_client_, url, scope, scope_with_episodes):
+    """Every row button submits the page's one row-actions form; without JavaScript that form
+    carries the CSRF token and the page to come back to, and the button's formaction the episode."""
+    page = page_text(admin_client_.get(url("episodes", scope.pk), {"tag": "food"}))
+    form = re.search(r'<form id="row-actions" method="post" hidden>(.*?)</form>', page, re.S).group(1)
+    assert 'name="csrfmiddlewaretoken"' in form and 'name="next" value="/scopes/' in form and "tag=food" in form
+    assert page.count('form="row-actions"') == 2  # archive and delete of the one row shown
+    assert page.count("<form") == page.count("</form>") and page.count('id="row-actions"') == 1
 
 
 def test_it_answers_404_to_an_action_on_a_deleted_episode(admin_client_, url, scope, keys, system, scope_with_episodes):

@@ -95,6 +95,7 @@ CONSOLE_ROWS = [
     row(S + "episodes/", "get", "/scopes/{scope}/episodes/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(S + "episodes/bulk/", "post", "/scopes/{scope}/episodes/bulk/", LOGIN, LOGIN, 403, 404, 200, 200,
         data={"action": "archive", "episode_ids": "{episode}"}),
+    row(S + "speakers/", "get", "/scopes/{scope}/speakers/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(E, "get", "/scopes/{scope}/episodes/{episode}/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(E + "archive/", "post", "/scopes/{scope}/episodes/{episode}/archive/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
     row(E + "restore/", "post", "/scopes/{scope}/episodes/{episode}/restore/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
