@@ -335,12 +335,6 @@ class ImportForm(ConsoleForm):
         initial=True,
     )
 
-    def __init__(self, *args: Any, formats: list[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if formats:
-            known = dict(IMPORT_FORMATS)
-            self.fields["format"].choices = [(name, known.get(name, name)) for name in formats]
-
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import trigger_client_event
 
 from memconsole.lib.vectors import VectorIndexError
-from memconsole.memory import audit, erasure, roles
+from memconsole.memory import audit, erasure, exports, health, imports, roles
 from memconsole.memory import operations as ops
 from memconsole.memory.errors import NotFound
 from memconsole.memory.errors import PermissionDenied as MemoryPermissionDenied
@@ -646,8 +646,6 @@ def audit_log(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpRespon
 @scope_view(roles.EXPORT)
 def audit_export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
     """The scope's whole audit log as the JSON envelope of DESIGN.md §7 (the export is audited)."""
-    from memconsole.memory import exports
-
     try:
         chunks = exports.stream_audit_export(keys, actor_for(request))
     except MemoryPermissionDenied:
@@ -671,8 +669,6 @@ def export(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
 @require_POST
 @scope_view(roles.EXPORT)
 def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    from memconsole.memory import exports
-
     form = forms.ExportForm(request.POST)
     if not form.is_valid():
         context = _scope_context(request, scope, keys, "export", form=form)
@@ -695,12 +691,6 @@ def export_download(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> Http
     return response
 
 
-def _import_formats() -> list[str] | None:
-    from memconsole.memory import imports
-
-    return list(getattr(imports, "FORMATS", ())) or None
-
-
 @require_http_methods(["GET", "POST"])
 @console_view
 def import_upload(request: HttpRequest) -> HttpResponse:
@@ -712,9 +702,9 @@ def import_upload(request: HttpRequest) -> HttpResponse:
         scope = _scope_from_query(request)
         if scope is not None:
             initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
-        form = forms.ImportForm(initial=initial, formats=_import_formats())
+        form = forms.ImportForm(initial=initial)
         return render_screen(request, "console/import_form.html", "console/_import_report.html", {"form": form})
-    form = forms.ImportForm(request.POST, request.FILES, formats=_import_formats())
+    form = forms.ImportForm(request.POST, request.FILES)
     report, targets, status = None, [], 400
     if form.is_valid():
         if not may_use_bot(request.user, form.cleaned_data["bot_uuid"]):
@@ -731,8 +721,6 @@ def import_upload(request: HttpRequest) -> HttpResponse:
 
 
 def _run_import(request: HttpRequest, form: forms.ImportForm) -> tuple[dict[str, Any] | None, int]:
-    from memconsole.memory import imports
-
     data = form.cleaned_data
     try:
         report = imports.import_upload(
@@ -779,10 +767,6 @@ def diagnostics(request: HttpRequest) -> HttpResponse:
 def diagnostics_run(request: HttpRequest) -> HttpResponse:
     require_perm(request.user, roles.VIEW)
     require_perm(request.user, roles.OPERATE)
-    try:
-        from memconsole.memory import health
-    except ImportError:
-        return _bad_request(request, _("The health check is not available in this installation."), status=503)
     health.run_health_check(actor_for(request))
     if wants_fragment(request):
         form = forms.PageForm({})

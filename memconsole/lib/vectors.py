@@ -168,13 +168,21 @@ def delete(user_key: str, ids: list[str]) -> None:
 
 
 def query(
-    user_key: str, model_id: str, vector: np.ndarray, n_results: int, where: dict | None = None
+    user_key: str, model_id: str, vector: np.ndarray, n_results: int, where: dict | None = None,
+    include_metadata: bool = False,
 ) -> list[Hit]:
-    """Nearest vectors in `user_key`'s collection, as reported by the index (callers re-check
-    `metadata["user_key"]`)."""
+    """Nearest vectors in `user_key`'s collection. The collection must name `user_key` as its
+    owner, or VectorIndexError; each vector's own metadata is read only with `include_metadata`
+    (the isolation health check re-checks it per vector; recall need not pay ~2 ms for it)."""
     collection = _collection(user_key, model_id, create=False)
     if collection is None:
         return []
+    owner = (collection.metadata or {}).get("user_key")
+    if owner != user_key:
+        raise VectorIndexError(
+            f"refusing to search collection {collection.name}: it belongs to {owner or 'no scope'}, not this "
+            "scope; run `python manage.py reindex`"
+        )
     # No count() first: Chroma answers fewer (or no) results when the collection holds fewer than
     # n_results, and the extra round trip cost ~1 ms of every recall (bench/search.py).
     result = _call(
@@ -183,13 +191,12 @@ def query(
         query_embeddings=np.asarray(vector, dtype=np.float32).reshape(1, -1),
         n_results=n_results,
         where=where,
-        include=["distances", "metadatas"],
+        include=["distances", "metadatas"] if include_metadata else ["distances"],
     )
+    metadatas = result["metadatas"][0] if include_metadata else [None] * len(result["ids"][0])
     return [
         Hit(episode_id, 1.0 - float(distance), dict(meta or {}))
-        for episode_id, distance, meta in zip(
-            result["ids"][0], result["distances"][0], result["metadatas"][0], strict=True
-        )
+        for episode_id, distance, meta in zip(result["ids"][0], result["distances"][0], metadatas, strict=True)
     ]
 
 

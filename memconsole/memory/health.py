@@ -39,7 +39,7 @@ from django.utils import timezone
 
 from memconsole.lib import crypto, embeddings, vectors
 
-from . import audit, reindex, rotation
+from . import audit, exports, reindex, rotation
 from . import operations as ops
 from .audit import Actor
 from .errors import NotFound
@@ -392,7 +392,7 @@ def _check_search(probe: Canaries) -> Check:
     vector = embeddings.embed([probe.query])[0]
     leaks, missing = [], []
     for label, keys, own_id, other_id in probe.sides():
-        hits = vectors.query(keys.user_key, model_id, vector, SEARCH_TOP_K)
+        hits = vectors.query(keys.user_key, model_id, vector, SEARCH_TOP_K, include_metadata=True)
         found = False
         for hit in hits:
             owner = hit.metadata.get("user_key")
@@ -475,28 +475,9 @@ def _check_inject(probe: Canaries) -> Check:
 
 
 def _check_export(probe: Canaries) -> Check:
-    unavailable = ""
-    try:
-        from .exports import stream_scope_export
-
-        text = "".join(stream_scope_export(probe.a, PROBE_ACTOR, statuses=list(STATUSES), include_audit=True))
-    except (ImportError, NotImplementedError):
-        unavailable = "export module unavailable (memconsole.memory.exports.stream_scope_export is not implemented)"
-        # What an export reads: every episode of the scope, whatever its status.
-        rows = Episode.objects.filter(ops.episode_filter(probe.a, statuses=None)).order_by("pk")
-        text = json.dumps([{"id": e.episode_id, "content": e.content} for e in rows], ensure_ascii=False)
-    leaks = []
+    text = "".join(exports.stream_scope_export(probe.a, PROBE_ACTOR, statuses=list(STATUSES), include_audit=True))
     if probe.id_b in text or probe.content_b in text:
-        leaks.append("the export of canary scope a contains canary b")
-    if leaks:
-        return _leak("export", leaks + ([unavailable] if unavailable else []))
-    if unavailable:
-        return Check(
-            "export",
-            WARN,
-            f"{unavailable}; the episode query an export reads was checked instead and keeps the scopes apart",
-            "Install a memconsole version with scope exports (issue 5).",
-        )
+        return _leak("export", ["the export of canary scope a contains canary b"])
     if probe.id_a not in text:
         return Check("export", WARN, "no leak, but the export of canary scope a did not contain its own canary", "")
     try:

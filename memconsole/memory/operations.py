@@ -317,11 +317,7 @@ def remember(
             log.error("correction stored without supersede check: %s", exc)
             supersede_skipped = str(exc)
             hits = []
-        candidates = [
-            h.episode_id
-            for h in hits
-            if h.similarity >= ranking.SUPERSEDE_THRESHOLD and h.metadata.get("user_key") == keys.user_key
-        ]
+        candidates = [h.episode_id for h in hits if h.similarity >= ranking.SUPERSEDE_THRESHOLD]
 
     now = timezone.now()
     with transaction.atomic():
@@ -575,7 +571,9 @@ def recall(
         passes.append((max(50, top_k * 5), index_where))
     for fetch, index_filter in passes:
         hits = vectors.query(keys.user_key, model_id, vector, fetch, where=index_filter)
-        similarities.update({h.episode_id: h.similarity for h in hits if h.metadata.get("user_key") == keys.user_key})
+        # The collection is the scope's own (vectors.query checks its owner); rows are re-filtered
+        # by user_key in SQL below, so no hit of another scope can surface.
+        similarities.update({h.episode_id: h.similarity for h in hits})
         rows = list(episodes_by_ids(where, list(similarities)))
         if len(rows) >= top_k or (len(hits) < fetch and index_filter is None):
             break

@@ -247,18 +247,19 @@ def test_it_reports_an_unreachable_index(system, settings):
     assert not Episode.objects.filter(user_key__startswith=health.PROBE_USER_KEY_PREFIX).exists()
 
 
-def test_it_warns_when_exports_are_unavailable(system, monkeypatch):
+def test_it_reports_an_export_that_breaks_as_an_error_of_that_check(system, monkeypatch):
     from memconsole.memory import exports
 
-    def missing(*args, **kwargs):
-        raise NotImplementedError
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
 
-    monkeypatch.setattr(exports, "stream_scope_export", missing)
+    monkeypatch.setattr(exports, "stream_scope_export", broken)
 
-    check = by_id(health.run_health_check(system))["export"]
+    result = health.run_health_check(system)
 
-    assert check["status"] == "WARN"
-    assert "export module unavailable" in check["detail"]
+    check = by_id(result)["export"]
+    assert check["status"] == "ERROR" and "OSError: disk full" in check["detail"]
+    assert by_id(result)["search"]["status"] == "OK"  # the other checks still ran
 
 
 def test_it_stores_every_run_and_audits_it(system, admin_user):

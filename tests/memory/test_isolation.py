@@ -229,3 +229,18 @@ def test_it_shares_episodes_across_sessions_of_one_bot_in_bot_isolation_only():
     made.refresh_from_db()
     assert made.status == "archived"
     assert AuditEntry.objects.order_by("-seq").first().scope_key == group.scope_key  # where the episode lives
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_search_a_collection_that_names_another_scope_as_owner():
+    """If a scope's collection ever held another scope's metadata (a collection copied or renamed
+    by hand), recall refuses to search it instead of trusting whatever vectors it holds."""
+    a, b = SCOPES[0], SCOPES[1]
+    ops.remember(a, SYSTEM, "I am planning a trip to Beijing next month")
+    ops.remember(b, SYSTEM, "The blue door is the back entrance")
+    collection = vectors.get_client().get_collection(vectors.collection_name(a.user_key))
+    collection.modify(metadata={**collection.metadata, "user_key": b.user_key})
+
+    with pytest.raises(vectors.VectorIndexError, match="belongs to"):
+        ops.recall(a, "travel plans")
+    assert [h.episode.content for h in ops.recall(b, "the door")] == ["The blue door is the back entrance"]
