@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import re
 import signal
 import subprocess
@@ -20,42 +19,18 @@ from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode
 
 import pytest
 
+from tests import processes
 from tests.conftest import MODEL_DIR
-
-REPO = Path(__file__).resolve().parents[2]
-MANAGE = REPO / "manage.py"
-GUNICORN = Path(sys.executable).with_name("gunicorn")
-LOOPBACK = "127.0.0.1"
-# A server PostgreSQL superuser URL; the tests create their own database on that server.
-POSTGRES_ADMIN_URL = os.environ.get("MEMCONSOLE_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
-# Settings of the outer environment that must not leak into the subprocesses.
-_CLEARED_PREFIXES = ("MEMCONSOLE_", "CHROMA_", "GUNICORN_", "DJANGO_")
-_CLEARED_NAMES = {"DATABASE_URL", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "DEBUG", "WEB_CONCURRENCY"}
-
-
-def in_ci() -> bool:
-    return (os.environ.get("CI") or "").strip().lower() not in {"", "0", "false", "no"}
+from tests.processes import GUNICORN, LOOPBACK, MANAGE, REPO, own_postgres_database
 
 
 def clean_env(tmp_path: Path, **settings: Any) -> dict[str, str]:
     """The parent's environment without memconsole settings, plus a private var/ and `settings`."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(_CLEARED_PREFIXES) and name not in _CLEARED_NAMES and not name.endswith("_FILE")
-    }
-    env.update(
-        PYTHONUNBUFFERED="1",
-        ANONYMIZED_TELEMETRY="False",
-        MEMCONSOLE_VAR_DIR=str(tmp_path / "var"),
-        MEMCONSOLE_MODEL_DIR=str(MODEL_DIR),
-    )
-    env.update({name: str(value) for name, value in settings.items()})
-    return env
+    return processes.clean_env(MEMCONSOLE_VAR_DIR=tmp_path / "var", MEMCONSOLE_MODEL_DIR=MODEL_DIR, **settings)
 
 
 def manage(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
@@ -77,35 +52,11 @@ def manage_json(env: dict[str, str], script: str, timeout: float = 180) -> Any:
 # --- PostgreSQL ---------------------------------------------------------------------------------
 
 
-def _with_database(url: str, name: str) -> str:
-    parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{name}"))
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
-    """The URL of a fresh PostgreSQL database of our own, dropped afterwards.
-
-    Skips when PostgreSQL is unreachable, except in CI (CI set), where that is a failure.
-    """
-    import psycopg
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3, autocommit=True)
-    except psycopg.OperationalError as exc:
-        reason = f"PostgreSQL is unreachable at {POSTGRES_ADMIN_URL} ({str(exc).strip()})"
-        if in_ci():
-            pytest.fail(f"{reason}; CI is set, so the production-path tests must run", pytrace=False)
-        pytest.skip(f"{reason}; set MEMCONSOLE_TEST_POSTGRES_URL, or CI=1 to make this a failure")
-    name = f"memconsole_deploy_{os.getpid()}"
-    with admin:
-        admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            yield _with_database(POSTGRES_ADMIN_URL, name)
-        finally:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    """The URL of a fresh PostgreSQL database of our own, dropped afterwards."""
+    with own_postgres_database("memconsole_deploy", "the production-path tests") as url:
+        yield url
 
 
 # --- gunicorn -----------------------------------------------------------------------------------

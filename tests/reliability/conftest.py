@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 import signal
 import subprocess
@@ -31,25 +30,14 @@ from typing import Any
 
 import pytest
 
+from tests import processes
 from tests.chroma_server import free_port
 from tests.conftest import MODEL_DIR
+from tests.processes import GUNICORN, LOOPBACK, MANAGE, REPO, own_postgres_database
 
-REPO = Path(__file__).resolve().parents[2]
-MANAGE = REPO / "manage.py"
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 PYTHON = sys.executable
-GUNICORN = Path(sys.executable).with_name("gunicorn")
-LOOPBACK = "127.0.0.1"
 BOT = "crash-bot"
-POSTGRES_ADMIN_URL = os.environ.get("MEMCONSOLE_TEST_POSTGRES_URL") or "postgres://postgres@127.0.0.1:5432/postgres"
-
-# Settings of the outer environment that must not leak into the subprocesses.
-_CLEARED_PREFIXES = ("MEMCONSOLE_", "CHROMA_", "GUNICORN_", "DJANGO_")
-_CLEARED_NAMES = {"DATABASE_URL", "SECRET_KEY", "ALLOWED_HOSTS", "CSRF_TRUSTED_ORIGINS", "DEBUG", "WEB_CONCURRENCY"}
-
-
-def in_ci() -> bool:
-    return (os.environ.get("CI") or "").strip().lower() not in {"", "0", "false", "no"}
 
 
 # --- figures ------------------------------------------------------------------------------------
@@ -88,13 +76,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
 
 
 def clean_env(**settings: Any) -> dict[str, str]:
-    """The parent's environment without memconsole settings, plus `settings`."""
-    env = {
-        name: value
-        for name, value in os.environ.items()
-        if not name.startswith(_CLEARED_PREFIXES) and name not in _CLEARED_NAMES and not name.endswith("_FILE")
-    }
-    env.update(PYTHONUNBUFFERED="1", ANONYMIZED_TELEMETRY="False", DJANGO_SETTINGS_MODULE="memconsole.settings")
+    """The parent's environment without memconsole settings, plus `settings`; driver scripts
+    import memconsole from the checkout."""
+    env = processes.clean_env(DJANGO_SETTINGS_MODULE="memconsole.settings")
     env["PYTHONPATH"] = str(REPO) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.update({name: str(value) for name, value in settings.items()})
     return env
@@ -325,25 +309,6 @@ def template_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture(scope="session")
 def reliability_postgres_url() -> Iterator[str]:
-    """A PostgreSQL database of our own (memconsole_reliability_<pid>), dropped afterwards.
-
-    Skips when PostgreSQL is unreachable, unless CI is set: then that is a failure.
-    """
-    import psycopg
-    from psycopg import sql
-
-    try:
-        admin = psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3, autocommit=True)
-    except psycopg.OperationalError as exc:
-        reason = f"PostgreSQL is unreachable at {POSTGRES_ADMIN_URL} ({str(exc).strip()})"
-        if in_ci():
-            pytest.fail(f"{reason}; CI is set, so the PostgreSQL concurrency test must run", pytrace=False)
-        pytest.skip(f"{reason}; set MEMCONSOLE_TEST_POSTGRES_URL (or CI=1 to make this a failure)")
-    name = f"memconsole_reliability_{os.getpid()}_{secrets.token_hex(3)}"
-    with admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-        try:
-            base, _, _ = POSTGRES_ADMIN_URL.rpartition("/")
-            yield f"{base}/{name}"
-        finally:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+    """A PostgreSQL database of our own (memconsole_reliability_<pid>_<random>), dropped afterwards."""
+    with own_postgres_database("memconsole_reliability", "the PostgreSQL concurrency test") as url:
+        yield url
