@@ -42,6 +42,7 @@ from memconsole.memory.models import (
     Profile,
     Scope,
 )
+from memconsole.memory.paging import keyset_page
 from memconsole.memory.scopes import ScopeKeys, register_scope
 
 from . import forms
@@ -56,7 +57,6 @@ from .access import (
     visible_scopes,
     wants_fragment,
 )
-from .paging import keyset_page
 from .rows import episode_row, episode_table
 
 SCOPES_PER_PAGE = 25

@@ -42,6 +42,7 @@ from .models import (
     ProfileVersion,
     Scope,
 )
+from .paging import keyset_page
 from .scopes import ScopeKeys, register_scope
 
 log = logging.getLogger("memconsole.memory")
@@ -458,27 +459,9 @@ def list_episodes(keys: ScopeKeys, *, cursor: Any = None, limit: int = 25, **fil
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= 200:
         raise ValidationError("page size out of range", field="limit")
     where = episode_filter(keys, **filters)
-    position = parse_cursor(cursor)
-    rows = Episode.objects.filter(where)
-    if position and position[0] == "b":
-        chunk = list(rows.filter(id__gt=position[1]).order_by("id")[: limit + 1])
-        has_more_newer = len(chunk) > limit
-        episodes = list(reversed(chunk[:limit]))
-        has_more_older = True
-    else:
-        if position:
-            rows = rows.filter(id__lt=position[1])
-        chunk = list(rows.order_by("-id")[: limit + 1])
-        episodes = chunk[:limit]
-        has_more_older = len(chunk) > limit
-        has_more_newer = position is not None
-    if not episodes:
-        return EpisodePage([], None, None)
-    return EpisodePage(
-        episodes,
-        f"a{episodes[-1].id}" if has_more_older else None,
-        f"b{episodes[0].id}" if has_more_newer else None,
-    )
+    parse_cursor(cursor)  # ValidationError for a malformed one
+    page = keyset_page(Episode.objects.filter(where), "id", cursor or None, limit)
+    return EpisodePage(page.items, page.next_cursor, page.previous_cursor)
 
 
 def _index_where(keys: ScopeKeys, statuses, sender_id, importance_min, time_after, time_before) -> dict | None:

@@ -1,4 +1,4 @@
-"""Keyset pagination on one integer column, newest first, as `operations.list_episodes` does it.
+"""Keyset pagination on one integer column, newest first: episodes, scopes, profiles, audit entries.
 
 Cursors: "a<n>" = the page after (older than) n, "b<n>" = the page before (newer than) n. There is
 never an OFFSET and never a COUNT(*): a page costs the same on the first page as on the last.
