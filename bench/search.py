@@ -10,6 +10,11 @@ Measured per scope, top_k 10, one query text per sample:
   the quality ceiling (recall@10 of the index against it), and (b) the naive design: one chromadb
   collection holding every vector, queried with `where={"user_key": ...}`.
 
+recall is timed interleaved with its own parts; the two baselines, which disturb whatever runs next
+(cold CPU caches after the naive query, spinning OpenBLAS threads after numpy), are timed
+interleaved with our index search (their ratios), and recall once more right after them
+(`recall_beside_baselines_median_ms`).
+
     .venv/bin/python -m bench.search [--episodes 100000] [--queries 100]
 """
 
@@ -132,11 +137,23 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
             res = naive.query(query_embeddings=q.reshape(1, -1), n_results=TOP_K, where={"user_key": keys.user_key})
             naive_recall.append(recall_at_k(res["ids"][0], position, sims, kth, TOP_K))
 
+        # Two interleaved runs. The baselines disturb whatever runs next: the naive query walks the
+        # whole 100,000-vector graph (~140 ms) and leaves the CPU caches cold, and numpy's matrix
+        # product leaves OpenBLAS threads spinning on both cores, which starves the query
+        # embedding's ONNX threads (17 ms instead of 3 seen here). So recall is timed beside its own
+        # parts, and the baselines beside our index search (the ratios), with recall once more
+        # right after them (`recall_beside_baselines_median_ms`).
         with harness.measuring() as measured:
             samples = harness.interleaved(
                 {
                     "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
                     "embed": lambda i: embeddings.embed([query_texts[i]]),
+                    "index": lambda i, keys=keys: vectors.query(keys.user_key, model_id, query_vecs[i], TOP_K),
+                },
+                list(range(len(query_texts))),
+            )
+            beside = harness.interleaved(
+                {
                     "index": lambda i, keys=keys: vectors.query(keys.user_key, model_id, query_vecs[i], TOP_K),
                     "exact": lambda i, m=matrix: exact_top(m, query_vecs[i], TOP_K),
                     "naive": lambda i, keys=keys: naive.query(
@@ -145,21 +162,23 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
                         where={"user_key": keys.user_key},
                         include=["distances", "metadatas"],
                     ),
+                    "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
                 },
                 list(range(len(query_texts))),
             )
-        full, embed_only, index, exact, naive_t = (
-            samples[k] for k in ("full", "embed", "index", "exact", "naive")
-        )
+        full, embed_only, index = (samples[k] for k in ("full", "embed", "index"))
+        index_beside, exact, naive_t = (beside[k] for k in ("index", "exact", "naive"))
         recall10 = round(float(np.mean(ours_recall)), 4)
         figures = {
             "scope_vectors": len(ids),
             "total_vectors": n,
             "recall_median_ms": round(full.median_ms, 2),
             "recall_p95_ms": round(full.p95_ms, 2),
+            "recall_beside_baselines_median_ms": round(beside["full"].median_ms, 2),
             "query_embed_median_ms": round(embed_only.median_ms, 2),
             "search_median_ms": round(index.median_ms, 3),
             "search_p95_ms": round(index.p95_ms, 3),
+            "search_beside_baselines_median_ms": round(index_beside.median_ms, 3),
             "recall_at_10": recall10,
             **timings,
             "other_cpu_share": measured.share,
@@ -176,9 +195,9 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
                         "search_p95_ms": round(naive_t.p95_ms, 3),
                         "recall_at_10": round(float(np.mean(naive_recall)), 4),
                     },
-                    "ratio_of": "naive search median / per-scope collection search median",
+                    "ratio_of": "naive search median / per-scope collection search median (timed side by side)",
                 },
-                ratio=harness.ratio(naive_t.median_ms, index.median_ms),
+                ratio=harness.ratio(naive_t.median_ms, index_beside.median_ms),
                 target=f"recall() median <= {TARGET_MS:g} ms (query embedding + search + rows + ranking)",
                 met=met_speed,
             )
@@ -188,8 +207,8 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
                 name=f"search.{label}.vs_exact",
                 figures={
                     "scope_vectors": len(ids),
-                    "search_median_ms": round(index.median_ms, 3),
-                    "search_p95_ms": round(index.p95_ms, 3),
+                    "search_median_ms": round(index_beside.median_ms, 3),
+                    "search_p95_ms": round(index_beside.p95_ms, 3),
                     "recall_at_10": recall10,
                     "min_recall_at_10": round(float(np.min(ours_recall)), 2),
                     "other_cpu_share": measured.share,
@@ -201,9 +220,9 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
                         "search_p95_ms": round(exact.p95_ms, 3),
                         "recall_at_10": 1.0,
                     },
-                    "ratio_of": "numpy exact search median / index search median",
+                    "ratio_of": "numpy exact search median / index search median (timed side by side)",
                 },
-                ratio=harness.ratio(exact.median_ms, index.median_ms),
+                ratio=harness.ratio(exact.median_ms, index_beside.median_ms),
                 target=f"recall@10 >= {TARGET_RECALL:g} against exact search",
                 met=recall10 >= TARGET_RECALL,
             )

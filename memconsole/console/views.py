@@ -369,7 +369,7 @@ BULK_PERMISSIONS = {"archive": roles.OPERATE, "restore": roles.OPERATE, "delete"
 
 
 def _bulk_preview(keys: ScopeKeys, action: str, ids: list[str]) -> dict[str, Any]:
-    found = dict(Episode.objects.filter(user_key=keys.user_key, episode_id__in=ids).values_list("episode_id", "status"))
+    found = dict(ops.episodes_by_ids(Q(user_key=keys.user_key), ids).values_list("episode_id", "status"))
     if action == "archive":
         changing = [i for i in ids if i in found and found[i] != STATUS_ARCHIVED]
     elif action == "restore":

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from . import audit, operations
@@ -180,7 +181,7 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
                 summary=f"remembered: {episode.content}", metadata={"source": "demo"},
             )
         operations.recount(keys.user_key)
-    stored = list(Episode.objects.filter(user_key=keys.user_key, episode_id__in=[e.episode_id for e in rows]))
+    stored = list(operations.episodes_by_ids(Q(user_key=keys.user_key), [e.episode_id for e in rows]))
     for start in range(0, len(stored), 256):
         operations.index_episodes(stored[start : start + 256])
     return len(rows)

@@ -52,6 +52,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from memconsole.lib import crypto, embeddings, vectors
@@ -740,9 +741,7 @@ def _resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 user_key=user_key, imported_episode_id__in=chunk
             ).values_list("episode_id", "imported_episode_id"):
                 existing.setdefault(imported, episode_id)
-            for episode_id in Episode.objects.filter(user_key=user_key, episode_id__in=chunk).values_list(
-                "episode_id", flat=True
-            ):
+            for episode_id in operations.episodes_by_ids(Q(user_key=user_key), chunk).values_list("episode_id", flat=True):
                 existing.setdefault(episode_id, episode_id)
         new_ids: dict[str, str] = dict(existing)
         taken: set[str] = set()

@@ -101,6 +101,9 @@ class Episode(models.Model):
             models.Index(fields=["user_key", "status", "-id"], name="episode_scope_status_id"),
             models.Index(fields=["user_key", "-id"], name="episode_scope_id"),
             models.Index(fields=["user_key", "sender_id", "-id"], name="episode_scope_sender_id"),
+            # The episodes an episode replaced (its detail page), and an import's duplicate check.
+            models.Index(fields=["user_key", "superseded_by"], name="episode_scope_superseded_by"),
+            models.Index(fields=["user_key", "imported_episode_id"], name="episode_scope_imported"),
             models.Index(fields=["sender_id"], name="episode_sender"),
             models.Index(fields=["vector_current"], name="episode_vector_current"),
         ]

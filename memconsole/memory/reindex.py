@@ -29,6 +29,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db.models import Q
+
 from memconsole.lib import crypto, embeddings, vectors
 
 from . import operations as ops
@@ -318,7 +320,7 @@ def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, don
         notify("repair", done, total)
 
     for batch in _batches(plan.orphans, DELETE_BATCH):
-        alive = set(Episode.objects.filter(user_key=user_key, episode_id__in=batch).values_list("episode_id", flat=True))
+        alive = set(ops.episodes_by_ids(Q(user_key=user_key), batch).values_list("episode_id", flat=True))
         doomed = [episode_id for episode_id in batch if episode_id not in alive]
         if doomed and _guard(report, f"deleting {len(doomed)} orphan vectors of {user_key}", vectors.delete, user_key, doomed):
             report.orphans_deleted += len(doomed)
