@@ -184,3 +184,22 @@ def test_it_drops_the_leftover_of_an_interrupted_collection_rebuild(keys, scope_
     assert leftover not in vectors.list_collections()
     assert set(vectors.all_ids(keys.user_key)) == {e.episode_id for e in scope_with_episodes}
     assert reindex(check_only=True).drift == 0
+
+
+@pytest.mark.parametrize("replaced", [True, False], ids=["rebuilt elsewhere", "dropped elsewhere"])
+def test_recall_follows_a_collection_replaced_or_dropped_by_another_process(keys, scope_with_episodes, replaced):
+    """recall keeps its collection handle between calls; when another process (reindex, erasure)
+    replaced or dropped the collection meanwhile, the next recall looks it up again."""
+    trip = scope_with_episodes[0]
+    assert ops.recall(keys, "travel plans")[0].episode.episode_id == trip.episode_id  # handle kept
+    client, name = vectors.get_client(), vectors.collection_name(keys.user_key)
+    old = client.get_collection(name)
+    stored = old.get(include=["embeddings", "metadatas"])
+    client.delete_collection(name)  # behind this process's back, as another process would
+    if replaced:
+        fresh = client.create_collection(name, configuration={"hnsw": {"space": "cosine"}}, metadata=old.metadata)
+        fresh.upsert(ids=stored["ids"], embeddings=stored["embeddings"], metadatas=stored["metadatas"])
+
+    hits = ops.recall(keys, "travel plans")
+
+    assert [h.episode.episode_id for h in hits][:1] == ([trip.episode_id] if replaced else [])
