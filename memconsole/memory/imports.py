@@ -68,7 +68,6 @@ from .models import (
     STATUSES,
     Episode,
     Profile,
-    ProfileVersion,
 )
 from .scopes import ScopeKeys, derive_scope, register_scope
 
@@ -821,7 +820,10 @@ def _write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor
             if progress:
                 progress("writing", min(start + WRITE_BATCH, len(kept)), len(kept))
         for profile in plan.profiles:
-            _write_profile(profile, actor, now)
+            operations.save_profile(
+                profile.keys, actor, profile.type, profile.sender_id, profile.data, "import",
+                f"{profile.type} profile imported ({report.format})", updated_at=profile.updated_at,
+            )
         # The chain's head before the counters, in the order remember/archive/delete take them
         # (the other way round, an import and a remember deadlock on PostgreSQL).
         audit.lock_chain()
@@ -846,23 +848,6 @@ def _write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor
                     "conflicts": scope["conflicts"],
                 },
             )
-
-
-def _write_profile(item: ProfileIn, actor: Actor, now: datetime) -> None:
-    row = (
-        Profile.objects.select_for_update()
-        .filter(scope_key=item.keys.scope_key, type=item.type, sender_id=item.sender_id)
-        .first()
-    )
-    if row is None:
-        row = Profile(scope_key=item.keys.scope_key, type=item.type, sender_id=item.sender_id, version=0)
-    row.version += 1
-    row.updated_at = item.updated_at or now
-    row.set_payload(item.data)
-    row.save()
-    version = ProfileVersion(profile=row, version=row.version, created_at=now, actor=actor.label[:255])
-    version.set_payload(item.data)
-    version.save(force_insert=True)
 
 
 def _index(new_ids: list[str], report: ImportReport, progress: Progress | None) -> None:

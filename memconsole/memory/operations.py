@@ -736,9 +736,18 @@ def _apply_items(current: list[str], add: list[str], remove: list[str], limit: i
     return result
 
 
-def _save_profile(
-    keys: ScopeKeys, actor: Actor, profile_type: str, sender_id: str, data: dict, operation: str, summary: str
+def save_profile(
+    keys: ScopeKeys,
+    actor: Actor,
+    profile_type: str,
+    sender_id: str,
+    data: dict,
+    operation: str,
+    summary: str,
+    updated_at: datetime | None = None,
 ) -> Profile:
+    """Store `data` (already validated) as the profile's next version, audited with before and
+    after, inside the caller's transaction. `updated_at` keeps an imported profile's own time."""
     now = timezone.now()
     row = (
         Profile.objects.select_for_update()
@@ -749,7 +758,7 @@ def _save_profile(
     if row is None:
         row = Profile(scope_key=keys.scope_key, type=profile_type, sender_id=sender_id, version=0)
     row.version += 1
-    row.updated_at = now
+    row.updated_at = updated_at or now
     row.set_payload(data)
     row.save()
     version = ProfileVersion(profile=row, version=row.version, created_at=now, actor=actor.label[:255])
@@ -810,7 +819,7 @@ def update_profile(
             ),
             "notes": current.get("notes", "") if notes is None else notes,
         }
-        return _save_profile(keys, actor, profile_type, sender_id, data, "profile_update", f"{profile_type} profile updated")
+        return save_profile(keys, actor, profile_type, sender_id, data, "profile_update", f"{profile_type} profile updated")
 
 
 def replace_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, data: dict[str, Any]) -> Profile:
@@ -820,7 +829,7 @@ def replace_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id:
     clean = validate_profile_data(data)
     with transaction.atomic():
         register_scope(keys)
-        return _save_profile(keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited")
+        return save_profile(keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited")
 
 
 def validate_profile_data(data: Any) -> dict[str, Any]:
@@ -848,7 +857,7 @@ def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id
         old = row.versions.filter(version=version).first() if is_number else None
         if old is None:
             raise NotFound("no such profile version")
-        return _save_profile(
+        return save_profile(
             keys, actor, profile_type, sender_id, old.payload, "profile_rollback", f"{profile_type} profile rolled back to v{version}"
         )
 

@@ -175,6 +175,13 @@ def test_it_imports_langbot_profiles_with_versions(tmp_path, keys, system):
     assert session_row.updated_at == datetime(2024, 4, 3, tzinfo=UTC) and session_row.version == 1
     assert report.profiles == 2 and report.conflict_count == 1
     assert report.conflicts[0]["kind"] == "profile_exists" and report.conflicts[0]["where"] == "profiles[1]"
+    # Each profile written is audited like an edit: what it was and what it became.
+    entry = AuditEntry.objects.get(operation="import", target_type="speaker_profile")
+    assert entry.target_id == "speaker:u1" and entry.payload["metadata"] == {"version": 2}
+    assert entry.payload["before"]["name"] == "Before" and entry.payload["after"]["preferences"] == ["oolong"]
+    entry = AuditEntry.objects.get(operation="import", target_type="session_profile")
+    assert entry.payload["before"] is None and entry.payload["after"]["notes"] == "tea lovers"
+    assert verify_audit_chain().ok
 
 
 def test_it_uses_the_given_session_name_over_the_files(tmp_path):
@@ -232,7 +239,7 @@ def test_it_rolls_back_everything_when_a_write_fails_late(tmp_path, monkeypatch)
     def failing(*args, **kwargs):  # profiles are written after every episode row
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(imports, "_write_profile", failing)
+    monkeypatch.setattr(imports.operations, "save_profile", failing)
 
     with pytest.raises(RuntimeError, match="disk full"):
         imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR)
