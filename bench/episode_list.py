@@ -4,7 +4,7 @@ N episodes (default 100,000; the issue's size is 1,000,000) bulk-loaded into one
 spread over 20 other scopes, interleaved by time as real traffic would be, with a realistic mix of
 statuses (85% active, 10% archived, 5% superseded) and ~450 speakers. Then, in this process, through
 Django's test Client with a logged-in console user of the *admin* role (every row carries its
-archive/restore/delete forms; page 1 is also timed for a *viewer*) - full middleware stack, full
+archive/restore/delete buttons; page 1 is also timed for a *viewer*) - full middleware stack, full
 server-side render, session saved on every request as in production:
 
 - the console's Episodes page (`/scopes/<id>/episodes/`): page 1, a page 10,000 rows deep reached
@@ -254,6 +254,7 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
         mine, admin = ours[label], theirs[label]
         speedup = harness.ratio(admin.median_ms, mine.median_ms)
         figures = {"page": descriptions[label][0], "median_ms": round(mine.median_ms, 2), "p95_ms": round(mine.p95_ms, 2),
+                   f"within_{TARGET_MS:g}_ms": mine.median_ms <= TARGET_MS,  # the part of the target the admin ratio does not decide
                    "samples": len(mine.samples), **common, "other_cpu_share": measured.share}
         met = mine.median_ms <= TARGET_MS and speedup is not None and speedup >= TARGET_ADMIN_RATIO
         target = f"median <= {TARGET_MS:g} ms and >= {TARGET_ADMIN_RATIO:g}x the admin"
