@@ -142,7 +142,8 @@ def test_it_imports_a_langbot_file_after_a_dry_run(console: Console, seeded: See
     imported = Episode.objects.filter(source="import")
     assert set(imported.values_list("imported_episode_id", flat=True)) == {"lb-1", "lb-2"}
     assert Profile.objects.filter(scope_key="bot-a:tea_room", type="session").exists()
-    assert AuditEntry.objects.filter(operation="import", scope_key="bot-a:tea_room").count() == 1
+    entries = AuditEntry.objects.filter(operation="import", scope_key="bot-a:tea_room")
+    assert sorted(entries.values_list("target_type", flat=True)) == ["scope", "session_profile"]  # the profile audited too
 
     report.get_by_role("link", name="Open tea_room").click()
     expect(page.get_by_role("heading", name="tea_room", level=1)).to_be_visible()
