@@ -46,6 +46,30 @@ def browser_required() -> bool:
     return os.environ.get("MEMCONSOLE_REQUIRE_BROWSER") == "1"
 
 
+def playwright_expect() -> Any:
+    """Playwright's `expect`, for a test module to call at import. Without the playwright package
+    the module is skipped, or fails under MEMCONSOLE_REQUIRE_BROWSER=1, like the fixtures below."""
+    try:
+        from playwright.sync_api import expect
+    except ImportError:
+        if browser_required():
+            raise
+        pytest.skip("the playwright package is not installed", allow_module_level=True)
+    return expect
+
+
+def accept_dialogs(console: Console) -> list[str]:
+    """Accepts every window.confirm (htmx's hx-confirm) and returns the list of their messages."""
+    seen: list[str] = []
+
+    def answer(dialog: Any) -> None:
+        seen.append(dialog.message)
+        dialog.accept()
+
+    console.page.on("dialog", answer)
+    return seen
+
+
 def _skip_or_fail(reason: str) -> None:
     if browser_required():
         pytest.fail(f"{reason} (MEMCONSOLE_REQUIRE_BROWSER=1, so this fails instead of skipping)", pytrace=False)
@@ -123,11 +147,15 @@ class Console:
 
 @pytest.fixture(scope="session")
 def one_request_at_a_time(live_server: Any) -> Any:
-    """On in-memory SQLite, Django's live server shares one database connection between its
-    request threads, and SQLite's shared cache answers two requests at once (an htmx page firing
-    two refreshes) with "database table is locked". There, requests are served one at a time;
-    concurrency is tested against real servers in tests/reliability."""
-    if live_server.thread.connections_override:
+    """On SQLite the test database lives in memory with a shared cache, and each request thread of
+    the live server opens its own connection to it; the shared cache answers two requests at once
+    (an htmx page firing two refreshes) with "database table is locked", which no busy timeout
+    retries. There, requests are served one at a time; concurrency is tested against real servers
+    (file SQLite, PostgreSQL) in tests/reliability."""
+    from django.db import connection
+
+    # Not is_in_memory_db(): this session fixture may be set up before the test database is.
+    if connection.vendor == "sqlite":
         server = live_server.thread.httpd
         app, lock = server.get_app(), threading.Lock()
 
