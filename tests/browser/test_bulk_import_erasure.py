@@ -13,28 +13,12 @@ from memconsole.memory import operations as ops
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
 
-from .conftest import Console, Seeded, browser_required
+from .conftest import Console, Seeded, accept_dialogs, playwright_expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # like the fixtures: skip, or fail under MEMCONSOLE_REQUIRE_BROWSER=1
-    if browser_required():
-        raise
-    pytest.skip("the playwright package is not installed", allow_module_level=True)
+expect = playwright_expect()
 
-
-def accept_dialogs(console: Console) -> list[str]:
-    """Accepts every window.confirm (htmx's hx-confirm) and returns the list of their messages."""
-    seen: list[str] = []
-
-    def answer(dialog) -> None:
-        seen.append(dialog.message)
-        dialog.accept()
-
-    console.page.on("dialog", answer)
-    return seen
 
 
 def langbot_file(folder: Path) -> Path:

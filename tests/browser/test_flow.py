@@ -12,16 +12,11 @@ from django.utils import translation
 
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
 
-from .conftest import XSS, Console, Seeded, browser_required
+from .conftest import XSS, Console, Seeded, playwright_expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # like the fixtures: skip, or fail under MEMCONSOLE_REQUIRE_BROWSER=1
-    if browser_required():
-        raise
-    pytest.skip("the playwright package is not installed", allow_module_level=True)
+expect = playwright_expect()
 
 
 class Dialogs:

@@ -10,16 +10,11 @@ import pytest
 
 from memconsole.memory.models import Episode
 
-from .conftest import PHONE, Console, Seeded, browser_required
+from .conftest import PHONE, Console, Seeded, accept_dialogs, playwright_expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-try:
-    from playwright.sync_api import expect
-except ImportError:  # like the fixtures: skip, or fail under MEMCONSOLE_REQUIRE_BROWSER=1
-    if browser_required():
-        raise
-    pytest.skip("the playwright package is not installed", allow_module_level=True)
+expect = playwright_expect()
 
 MAX_TABS = 120
 
@@ -44,16 +39,6 @@ def tab_until(console: Console, predicate: str, *, shift: bool = False) -> list[
             return stops
     raise AssertionError(f"never reached the element with Tab; stops: {stops}")
 
-
-def accept_dialogs(console: Console) -> list[str]:
-    seen: list[str] = []
-
-    def answer(dialog) -> None:
-        seen.append(dialog.message)
-        dialog.accept()
-
-    console.page.on("dialog", answer)
-    return seen
 
 
 def focus_ring(console: Console) -> dict[str, str]:
