@@ -91,6 +91,32 @@ def in_thread(fn, *args, **kwargs):
     return thread, outcome
 
 
+def remember_holding_the_chain(keys, actor):
+    """Start, in a thread, what remember's transaction does in remember's order (the audit chain's
+    head, then the counters), paused while it holds the chain until another connection waits for
+    a lock. Returns (thread, outcome) once the chain is held; the caller then runs the operation
+    that must queue behind it without a deadlock, and joins the thread."""
+    import threading
+
+    from django.db import transaction
+
+    from memconsole.memory import audit
+    from memconsole.memory import operations as ops
+
+    holding = threading.Event()
+
+    def remember_in_progress() -> None:
+        with transaction.atomic():
+            audit.append("remember", actor, scope_key=keys.scope_key, user_key=keys.user_key, summary="concurrent")
+            holding.set()
+            wait_for_lock_waiter()  # the other operation is now waiting for the chain
+            ops._count(keys.user_key)
+
+    writer, outcome = in_thread(remember_in_progress)
+    assert holding.wait(30)
+    return writer, outcome
+
+
 @pytest.fixture
 def postgresql(transactional_db):
     """Committed data seen by several connections; skips unless the database is PostgreSQL."""

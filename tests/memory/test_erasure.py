@@ -384,24 +384,9 @@ def test_it_leaves_a_scope_to_reindex_when_its_collection_rebuild_fails(world, k
 
 
 def test_it_erases_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, world, keys, system):
-    import threading
+    from .conftest import remember_holding_the_chain
 
-    from django.db import transaction
-
-    from .conftest import in_thread, wait_for_lock_waiter
-
-    holding = threading.Event()
-
-    def remember_in_progress() -> None:
-        # remember's order: the audit chain's head, then the counters.
-        with transaction.atomic():
-            audit.append("remember", system, scope_key=keys.scope_key, user_key=keys.user_key, summary="concurrent")
-            holding.set()
-            wait_for_lock_waiter()  # the erasure is now waiting for the chain
-            ops._count(keys.user_key)
-
-    writer, outcome = in_thread(remember_in_progress)
-    assert holding.wait(30)
+    writer, outcome = remember_holding_the_chain(keys, system)
 
     report = erasure.erase_subject("u1", actor=system)
     writer.join(30)

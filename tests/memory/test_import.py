@@ -673,28 +673,11 @@ def test_it_rejects_an_old_id_holding_a_nul(tmp_path, name):
 
 
 def test_it_imports_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, tmp_path):
-    import threading
-
-    from django.db import transaction
-
-    from memconsole.memory import audit
-
-    from .conftest import in_thread, wait_for_lock_waiter
+    from .conftest import remember_holding_the_chain
 
     target = derive_scope("bot-new", "group_777")
     ops.remember(target, ACTOR, "already here")
-    holding = threading.Event()
-
-    def remember_in_progress() -> None:
-        # remember's order: the audit chain's head, then the counters.
-        with transaction.atomic():
-            audit.append("remember", ACTOR, scope_key=target.scope_key, user_key=target.user_key, summary="concurrent")
-            holding.set()
-            wait_for_lock_waiter()  # the import is now waiting for the chain
-            ops._count(target.user_key)
-
-    writer, outcome = in_thread(remember_in_progress)
-    assert holding.wait(30)
+    writer, outcome = remember_holding_the_chain(target, ACTOR)
     path = _write_json(tmp_path / "episodes.json", langbot_episodes())
 
     report = imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR)
