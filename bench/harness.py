@@ -360,24 +360,6 @@ def children_cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-class OtherLoad:
-    """How busy the rest of the machine was while a child benchmark ran: CPU time of every other
-    process, as a share of the machine's capacity (0 = quiet, 1 = every core busy elsewhere)."""
-
-    def __enter__(self) -> OtherLoad:
-        self.busy0, self.children0, self.t0 = cpu_busy_seconds(), children_cpu_seconds(), time.perf_counter()
-        self.share: float | None = None
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        busy1 = cpu_busy_seconds()
-        if self.busy0 is None or busy1 is None:
-            return
-        wall = time.perf_counter() - self.t0
-        other = (busy1 - self.busy0) - (children_cpu_seconds() - self.children0)
-        self.share = round(max(0.0, other) / (wall * (os.cpu_count() or 1)), 3)
-
-
 def own_cpu_seconds() -> float:
     """CPU time of this process (all its threads) and of its children that have been waited for."""
     import resource
@@ -386,19 +368,16 @@ def own_cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children_cpu_seconds()
 
 
-class Measuring:
-    """`with harness.measuring() as m:` around the timed part of a benchmark. Waits first for a
-    quiet machine when BENCH_WAIT_QUIET=<seconds> is set (`run.py --wait-quiet`), then records in
-    `m.share` the CPU time other processes used meanwhile, as a share of the machine's capacity:
-    figures taken with a share above ~0.1 are not comparable with a quiet run."""
+class OtherLoad:
+    """How busy the rest of the machine was while a child benchmark ran: CPU time of every other
+    process, as a share of the machine's capacity (0 = quiet, 1 = every core busy elsewhere).
+    `ours` says which CPU time is not "other" (here: the children this process waited for)."""
 
     share: float | None = None
+    ours = staticmethod(children_cpu_seconds)
 
-    def __enter__(self) -> Measuring:
-        wait = float(os.environ.get("BENCH_WAIT_QUIET") or 0)
-        if wait > 0:
-            wait_for_quiet(wait)
-        self.busy0, self.own0, self.t0 = cpu_busy_seconds(), own_cpu_seconds(), time.perf_counter()
+    def __enter__(self) -> OtherLoad:
+        self.busy0, self.ours0, self.t0 = cpu_busy_seconds(), self.ours(), time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -406,9 +385,30 @@ class Measuring:
         if self.busy0 is None or busy1 is None:
             return
         wall = time.perf_counter() - self.t0
-        other = (busy1 - self.busy0) - (own_cpu_seconds() - self.own0)
+        other = (busy1 - self.busy0) - (self.ours() - self.ours0)
         self.share = round(max(0.0, other) / (wall * (os.cpu_count() or 1)), 3)
-        progress(f"other processes used {self.share:.0%} of the machine's CPU while this was measured")
+
+
+class Measuring(OtherLoad):
+    """`with harness.measuring() as m:` around the timed part of a benchmark. Waits first for a
+    quiet machine when BENCH_WAIT_QUIET=<seconds> is set (`run.py --wait-quiet`), then records in
+    `m.share` the CPU time other processes used meanwhile (all but this process and its children),
+    as a share of the machine's capacity: figures taken with a share above ~0.1 are not comparable
+    with a quiet run."""
+
+    ours = staticmethod(own_cpu_seconds)
+
+    def __enter__(self) -> Measuring:
+        wait = float(os.environ.get("BENCH_WAIT_QUIET") or 0)
+        if wait > 0:
+            wait_for_quiet(wait)
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__(*exc)
+        if self.share is not None:
+            progress(f"other processes used {self.share:.0%} of the machine's CPU while this was measured")
 
 
 measuring = Measuring
