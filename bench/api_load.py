@@ -59,7 +59,9 @@ def wait_http(url: str, timeout: float, process: subprocess.Popen, log: Path) ->
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SystemExit(f"bench: {url} process exited ({process.returncode}):\n{log.read_text(errors='replace')[-3000:]}")
+            raise SystemExit(
+                f"bench: {url} process exited ({process.returncode}):\n{log.read_text(errors='replace')[-3000:]}"
+            )
         try:
             with urllib.request.urlopen(url, timeout=2) as response:
                 if response.status == 200:
@@ -101,7 +103,9 @@ def start_chroma(workdir: Path) -> tuple[subprocess.Popen, int]:
     log = workdir / "chroma-server.log"
     process = subprocess.Popen(
         [command, "run", "--path", str(workdir / "chroma-server"), "--host", HOST, "--port", str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        env={**os.environ, "ANONYMIZED_TELEMETRY": "False"},
     )
     wait_http(f"http://{HOST}:{port}/api/v2/heartbeat", 60, process, log)
     return process, port
@@ -111,9 +115,17 @@ def start_gunicorn(env: dict[str, str], workdir: Path, workers: int) -> tuple[su
     port = free_port()
     log = workdir / "gunicorn.log"
     process = subprocess.Popen(
-        [str(Path(sys.executable).with_name("gunicorn")), "memconsole.wsgi", "--config",
-         "python:memconsole.gunicorn_config", "--bind", f"{HOST}:{port}"],
-        cwd=harness.ROOT, stdout=log.open("w"), stderr=subprocess.STDOUT,
+        [
+            str(Path(sys.executable).with_name("gunicorn")),
+            "memconsole.wsgi",
+            "--config",
+            "python:memconsole.gunicorn_config",
+            "--bind",
+            f"{HOST}:{port}",
+        ],
+        cwd=harness.ROOT,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
         env={**os.environ, **env, "WEB_CONCURRENCY": str(workers), "PYTHONPATH": str(harness.ROOT)},
     )
     wait_http(f"http://{HOST}:{port}/healthz", 60, process, log)
@@ -202,7 +214,9 @@ def run_backend(backend: str, n: int, count: int, seconds: float, workdir: Path)
             stop(chroma_process)
 
 
-def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chroma_port, workers) -> list[harness.Record]:
+def _measure(
+    backend, n, count, seconds, workdir, database_url, chroma_host, chroma_port, workers
+) -> list[harness.Record]:
     harness.setup_django(workdir, database_url, chroma_host, chroma_port)
     from django.db import connections
 
@@ -228,20 +242,37 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
 
     def remember_body(i: int) -> dict:
         text = fresh[i]
-        return {"bot_uuid": dataset.BOT, "session_name": chats[i % CHATS].session_name, "content": text.content,
-                "tags": text.tags, "importance": text.importance, "sender_id": text.speaker.sender_id,
-                "sender_name": text.speaker.name}
+        return {
+            "bot_uuid": dataset.BOT,
+            "session_name": chats[i % CHATS].session_name,
+            "content": text.content,
+            "tags": text.tags,
+            "importance": text.importance,
+            "sender_id": text.speaker.sender_id,
+            "sender_name": text.speaker.name,
+        }
 
     def recall_body(i: int) -> dict:
-        return {"bot_uuid": dataset.BOT, "session_name": chats[i % CHATS].session_name, "query": queries[i], "top_k": 10}
+        return {
+            "bot_uuid": dataset.BOT,
+            "session_name": chats[i % CHATS].session_name,
+            "query": queries[i],
+            "top_k": 10,
+        }
 
     # Baseline: the same operations in-process, one at a time, before the server shares the data.
     actor = Actor.system("bench")
     base_n = min(100, count)
     base_remember = harness.measure_each(
-        lambda i: operations.remember(chats[i % CHATS], actor, fresh[count + i].content, tags=fresh[count + i].tags,
-                                      sender_id=fresh[count + i].speaker.sender_id),
-        list(range(base_n)), warmup=0,
+        lambda i: operations.remember(
+            chats[i % CHATS],
+            actor,
+            fresh[count + i].content,
+            tags=fresh[count + i].tags,
+            sender_id=fresh[count + i].speaker.sender_id,
+        ),
+        list(range(base_n)),
+        warmup=0,
     )
     base_recall = harness.measure_each(
         lambda i: operations.recall(chats[i % CHATS], queries[count + (i % 50)], top_k=10), list(range(base_n))
@@ -257,8 +288,12 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
     measured.__enter__()
     server, port = start_gunicorn(env, workdir, workers)
     try:
-        remember = Load(port, secret, "/api/v1/remember", [remember_body(i) for i in range(count)], count, seconds).run()
-        harness.progress(f"{backend} remember: {remember['per_s']}/s, p95 {remember['p95_ms']} ms, {remember['errors']} errors")
+        remember = Load(
+            port, secret, "/api/v1/remember", [remember_body(i) for i in range(count)], count, seconds
+        ).run()
+        harness.progress(
+            f"{backend} remember: {remember['per_s']}/s, p95 {remember['p95_ms']} ms, {remember['errors']} errors"
+        )
         recall_load = Load(port, secret, "/api/v1/recall", [recall_body(i) for i in range(count)], count, seconds)
         recall = recall_load.run()
         harness.progress(f"{backend} recall: {recall['per_s']}/s, p95 {recall['p95_ms']} ms, {recall['errors']} errors")
@@ -280,8 +315,12 @@ def _measure(backend, n, count, seconds, workdir, database_url, chroma_host, chr
                 figures={"server": config, "episodes_loaded": n, **figures, "other_cpu_share": measured.share},
                 baseline={
                     "name": f"operations.{name} in-process, one at a time, same data (no HTTP)",
-                    "figures": {"requests": len(base.samples), "per_s": round(in_process_rate, 1),
-                                "p50_ms": round(base.median_ms, 1), "p95_ms": round(base.p95_ms, 1)},
+                    "figures": {
+                        "requests": len(base.samples),
+                        "per_s": round(in_process_rate, 1),
+                        "p50_ms": round(base.median_ms, 1),
+                        "p95_ms": round(base.p95_ms, 1),
+                    },
                     "ratio_of": "HTTP requests per second (8 clients) / in-process calls per second",
                 },
                 ratio=harness.ratio(figures["per_s"], in_process_rate),
@@ -300,8 +339,19 @@ def main() -> None:
     )
     if args.backend == "all":
         for backend in ("sqlite", "postgres"):
-            command = [sys.executable, "-m", "bench.api_load", "--backend", backend, "--episodes", str(args.episodes),
-                       "--requests", str(args.requests), "--seconds", str(args.seconds)]
+            command = [
+                sys.executable,
+                "-m",
+                "bench.api_load",
+                "--backend",
+                backend,
+                "--episodes",
+                str(args.episodes),
+                "--requests",
+                str(args.requests),
+                "--seconds",
+                str(args.seconds),
+            ]
             subprocess.run(command, cwd=harness.ROOT, check=False, env={**os.environ, "PYTHONPATH": str(harness.ROOT)})
         return
     with harness.workspace(args.keep) as workdir:

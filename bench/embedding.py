@@ -19,7 +19,14 @@ import numpy as np
 
 from bench import corpus, harness
 
-CHROMA_FILES = ("config.json", "model.onnx", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt")
+CHROMA_FILES = (
+    "config.json",
+    "model.onnx",
+    "special_tokens_map.json",
+    "tokenizer_config.json",
+    "tokenizer.json",
+    "vocab.txt",
+)
 TARGET_RATIO = 10.0
 TARGET_COSINE = 1e-4
 
@@ -104,7 +111,11 @@ def run(texts_count: int, workdir: Path, baseline_sample: int) -> harness.Record
         },
         baseline={
             "name": "chromadb ONNXMiniLM_L6_V2, same model files",
-            "figures": {"texts": len(sample), "seconds": round(theirs_seconds, 3), "texts_per_s": round(theirs_rate, 1)},
+            "figures": {
+                "texts": len(sample),
+                "seconds": round(theirs_seconds, 3),
+                "texts_per_s": round(theirs_rate, 1),
+            },
             "ratio_of": "memconsole texts/s / chromadb texts/s",
         },
         ratio=speedup,

@@ -85,8 +85,17 @@ def register_admin_baseline() -> str:
     return "plain ModelAdmin registered by the benchmark"
 
 
-def rounds(console, viewer_client, admin_client, pages: dict, admin_urls: dict, budget_s: float = 40.0,
-           console_per_round: int = 3, min_rounds: int = 5, max_rounds: int = 20):
+def rounds(
+    console,
+    viewer_client,
+    admin_client,
+    pages: dict,
+    admin_urls: dict,
+    budget_s: float = 40.0,
+    console_per_round: int = 3,
+    min_rounds: int = 5,
+    max_rounds: int = 20,
+):
     """Round-robin samples: each round times every console page `console_per_round` times, page 1
     as a viewer as often, and every admin page once, so that both sides meet the same load."""
     for label in pages:  # warm up
@@ -236,10 +245,14 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     with harness.measuring() as measured:
         ours, theirs, as_viewer = rounds(console, viewer_client, admin_client, pages, admin_urls)
         served = through_server(workdir, console_user, base)
-    harness.progress(f"page1 through gunicorn (HTTP on loopback): median {served.median_ms:.1f} ms; "
-                     f"{FAULTS_PER_REQUEST:,.0f} page faults per test-client request")
+    harness.progress(
+        f"page1 through gunicorn (HTTP on loopback): median {served.median_ms:.1f} ms; "
+        f"{FAULTS_PER_REQUEST:,.0f} page faults per test-client request"
+    )
     for label in pages:
-        harness.progress(f"{label}: console median {ours[label].median_ms:.1f} ms, admin {theirs[label].median_ms:.1f} ms")
+        harness.progress(
+            f"{label}: console median {ours[label].median_ms:.1f} ms, admin {theirs[label].median_ms:.1f} ms"
+        )
     harness.progress(f"page1 as a viewer (no row actions): median {as_viewer.median_ms:.1f} ms")
 
     common = {"scope_episodes": counts.total, "all_episodes": total}
@@ -253,9 +266,16 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     for label in pages:
         mine, admin = ours[label], theirs[label]
         speedup = harness.ratio(admin.median_ms, mine.median_ms)
-        figures = {"page": descriptions[label][0], "median_ms": round(mine.median_ms, 2), "p95_ms": round(mine.p95_ms, 2),
-                   f"within_{TARGET_MS:g}_ms": mine.median_ms <= TARGET_MS,  # the part of the target the admin ratio does not decide
-                   "samples": len(mine.samples), **common, "other_cpu_share": measured.share}
+        figures = {
+            "page": descriptions[label][0],
+            "median_ms": round(mine.median_ms, 2),
+            "p95_ms": round(mine.p95_ms, 2),
+            f"within_{TARGET_MS:g}_ms": mine.median_ms
+            <= TARGET_MS,  # the part of the target the admin ratio does not decide
+            "samples": len(mine.samples),
+            **common,
+            "other_cpu_share": measured.share,
+        }
         met = mine.median_ms <= TARGET_MS and speedup is not None and speedup >= TARGET_ADMIN_RATIO
         target = f"median <= {TARGET_MS:g} ms and >= {TARGET_ADMIN_RATIO:g}x the admin"
         if label == "page1":
@@ -274,8 +294,12 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
                 figures=figures,
                 baseline={
                     "name": f"Django admin changelist for Episode, {descriptions[label][1]} ({admin_kind})",
-                    "figures": {"median_ms": round(admin.median_ms, 2), "p95_ms": round(admin.p95_ms, 2),
-                                "samples": len(admin.samples), "rows_listed": total},
+                    "figures": {
+                        "median_ms": round(admin.median_ms, 2),
+                        "p95_ms": round(admin.p95_ms, 2),
+                        "samples": len(admin.samples),
+                        "rows_listed": total,
+                    },
                     "ratio_of": "admin median / console median",
                 },
                 ratio=speedup,
@@ -294,7 +318,9 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
         domain = harness.interleaved(
             {
                 "op_first": lambda _i: operations.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]),
-                "op_deep": lambda _i: operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]),
+                "op_deep": lambda _i: operations.list_episodes(
+                    keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]
+                ),
                 "off_first": lambda _i: list(Paginator(rows, PAGE_SIZE).page(1)),
                 "off_deep": lambda _i: list(Paginator(rows, PAGE_SIZE).page(deep_number)),
             },
@@ -305,13 +331,22 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     records.append(
         harness.Record(
             name="episode_list.operations.list_episodes",
-            figures={"page1_median_ms": round(op_first.median_ms, 3), "deep_median_ms": round(op_deep.median_ms, 3),
-                     "deep_rows": deep_rows, "deep_vs_page1": round(slowdown, 2), **common,
-                     "other_cpu_share": measured_domain.share},
+            figures={
+                "page1_median_ms": round(op_first.median_ms, 3),
+                "deep_median_ms": round(op_deep.median_ms, 3),
+                "deep_rows": deep_rows,
+                "deep_vs_page1": round(slowdown, 2),
+                **common,
+                "other_cpu_share": measured_domain.share,
+            },
             baseline={
                 "name": "Django Paginator on the same scope (COUNT + OFFSET)",
-                "figures": {"page1_median_ms": round(off_first.median_ms, 3), "deep_median_ms": round(off_deep.median_ms, 3),
-                            "deep_rows": deep_rows, "deep_vs_page1": round(off_deep.median_ms / off_first.median_ms, 2)},
+                "figures": {
+                    "page1_median_ms": round(off_first.median_ms, 3),
+                    "deep_median_ms": round(off_deep.median_ms, 3),
+                    "deep_rows": deep_rows,
+                    "deep_vs_page1": round(off_deep.median_ms / off_first.median_ms, 2),
+                },
                 "ratio_of": "Paginator deep-page median / list_episodes deep-page median",
             },
             ratio=harness.ratio(off_deep.median_ms, op_deep.median_ms),
@@ -326,7 +361,9 @@ def main() -> None:
     args = harness.arguments(
         "Console Episodes page vs Django admin changelist",
         episodes=100_000,
-        extra=lambda p: p.add_argument("--deep", type=int, default=10_000, help="rows deep for the deep page (default 10,000)"),
+        extra=lambda p: p.add_argument(
+            "--deep", type=int, default=10_000, help="rows deep for the deep page (default 10,000)"
+        ),
     )
     with harness.workspace(args.keep) as workdir:
         for record in run(args.episodes, args.deep, workdir):

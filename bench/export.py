@@ -48,15 +48,27 @@ def child(workdir: Path, session_name: str, out: Path) -> None:
     peak = rss_mb()  # before the check below, which reads the whole file into memory
     with out.open(encoding="utf-8") as handle:
         count = len(json.load(handle)["episodes"]["episodes"])  # proves the file is valid JSON
-    print(json.dumps({"episodes": count, "seconds": seconds, "rss_before_mb": before, "peak_rss_mb": peak,
-                      "bytes": out.stat().st_size}))
+    print(
+        json.dumps(
+            {
+                "episodes": count,
+                "seconds": seconds,
+                "rss_before_mb": before,
+                "peak_rss_mb": peak,
+                "bytes": out.stat().st_size,
+            }
+        )
+    )
 
 
 def export_in_child(workdir: Path, session_name: str) -> dict:
     out = workdir / f"{session_name}.json"
     result = subprocess.run(
         [sys.executable, "-m", "bench.export", "--child", str(workdir), session_name, str(out)],
-        cwd=harness.ROOT, capture_output=True, text=True, check=False,
+        cwd=harness.ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
         env={**os.environ, "PYTHONPATH": str(harness.ROOT)},
     )
     if result.returncode != 0:
@@ -86,8 +98,12 @@ def run(n: int, workdir: Path) -> harness.Record:
     with harness.measuring() as measured:
         small_fig = export_in_child(workdir, small.session_name)
         big_fig = export_in_child(workdir, big.session_name)
-    harness.progress(f"export of {small_fig['episodes']:,}: {small_fig['seconds']:.2f} s, peak RSS {small_fig['peak_rss_mb']:.0f} MB")
-    harness.progress(f"export of {big_fig['episodes']:,}: {big_fig['seconds']:.2f} s, peak RSS {big_fig['peak_rss_mb']:.0f} MB")
+    harness.progress(
+        f"export of {small_fig['episodes']:,}: {small_fig['seconds']:.2f} s, peak RSS {small_fig['peak_rss_mb']:.0f} MB"
+    )
+    harness.progress(
+        f"export of {big_fig['episodes']:,}: {big_fig['seconds']:.2f} s, peak RSS {big_fig['peak_rss_mb']:.0f} MB"
+    )
 
     def figures(f: dict) -> dict:
         return {

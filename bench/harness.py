@@ -45,7 +45,9 @@ def model_dir() -> Path:
     return ROOT / "var" / "models" / "all-MiniLM-L6-v2"
 
 
-def bench_environment(workdir: Path, database_url: str = "", chroma_host: str = "", chroma_port: int = 0) -> dict[str, str]:
+def bench_environment(
+    workdir: Path, database_url: str = "", chroma_host: str = "", chroma_port: int = 0
+) -> dict[str, str]:
     """The environment a benchmark's Django (or its server) runs with: everything under `workdir`."""
     env = {
         "DJANGO_SETTINGS_MODULE": "memconsole.settings",
@@ -69,7 +71,9 @@ def bench_environment(workdir: Path, database_url: str = "", chroma_host: str = 
     return env
 
 
-def setup_django(workdir: Path, database_url: str = "", chroma_host: str = "", chroma_port: int = 0, migrate: bool = True) -> None:
+def setup_django(
+    workdir: Path, database_url: str = "", chroma_host: str = "", chroma_port: int = 0, migrate: bool = True
+) -> None:
     """Point this process at `workdir` (never var/), set Django up and migrate a fresh database."""
     for name in ("DATABASE_URL", "CHROMA_HOST", "CHROMA_PORT", "MEMCONSOLE_FERNET_KEYS"):
         os.environ.pop(name, None)
@@ -438,7 +442,9 @@ def wait_for_quiet(max_wait: float, threshold: float = 0.15, window: float = 10.
 # --- command line -------------------------------------------------------------------------------
 
 
-def arguments(description: str, episodes: int, extra: Callable[[argparse.ArgumentParser], None] | None = None) -> argparse.Namespace:
+def arguments(
+    description: str, episodes: int, extra: Callable[[argparse.ArgumentParser], None] | None = None
+) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--episodes", type=int, default=episodes, help=f"data size (default {episodes:,})")
     parser.add_argument("--keep", action="store_true", help="keep the temporary database and index folder")

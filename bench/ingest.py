@@ -44,8 +44,13 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
 
     def remember(text: corpus.Text) -> None:
         result = operations.remember(
-            keys, actor, text.content, tags=text.tags, importance=text.importance,
-            sender_id=text.speaker.sender_id, sender_name=text.speaker.name,
+            keys,
+            actor,
+            text.content,
+            tags=text.tags,
+            importance=text.importance,
+            sender_id=text.speaker.sender_id,
+            sender_name=text.speaker.name,
         )
         if not result.indexed:
             raise SystemExit("bench: remember did not index its episode")
@@ -78,8 +83,12 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
             },
             baseline={
                 "name": "bare embed + Chroma upsert per episode (no database row, no audit entry)",
-                "figures": {"episodes": remember_count, "per_s": round(bare_rate, 1),
-                            "median_ms": round(bare_t.median_ms, 2), "p95_ms": round(bare_t.p95_ms, 2)},
+                "figures": {
+                    "episodes": remember_count,
+                    "per_s": round(bare_rate, 1),
+                    "median_ms": round(bare_t.median_ms, 2),
+                    "p95_ms": round(bare_t.p95_ms, 2),
+                },
                 "ratio_of": "remember per second / bare per second (the cost of the source of truth and audit)",
             },
             ratio=harness.ratio(remember_rate, bare_rate),
@@ -92,8 +101,9 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
     batch_keys = dataset.scope_keys("group_batched")
     now = timezone.now()
     with harness.measuring() as measured_batched, harness.stopwatch() as elapsed:
-        dataset.bulk_load(((batch_keys, t) for t in batch_texts), len(batch_texts), mixed_statuses=False, now=now,
-                          say=lambda _m: None)
+        dataset.bulk_load(
+            ((batch_keys, t) for t in batch_texts), len(batch_texts), mixed_statuses=False, now=now, say=lambda _m: None
+        )
         rows_s = elapsed()
         pending = Episode.objects.filter(user_key=batch_keys.user_key, vector_current=False)
         batch: list[Episode] = []

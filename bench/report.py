@@ -1,6 +1,6 @@
 """Print bench/results/latest.json (and run.json) as a Markdown table, for docs/benchmarks.md.
 
-    .venv/bin/python -m bench.report
+.venv/bin/python -m bench.report
 """
 
 from __future__ import annotations
@@ -17,7 +17,10 @@ from bench import harness
 HEADLINE = {
     # record name prefix -> (figure keys shown for memconsole, for the baseline)
     "embedding": (["texts_per_s"], ["texts_per_s"]),
-    "search": (["recall_median_ms", "recall_p95_ms", "search_median_ms", "recall_at_10"], ["search_median_ms", "recall_at_10"]),
+    "search": (
+        ["recall_median_ms", "recall_p95_ms", "search_median_ms", "recall_at_10"],
+        ["search_median_ms", "recall_at_10"],
+    ),
     "episode_list.console": (["median_ms", "p95_ms"], ["median_ms"]),
     "episode_list.operations": (["page1_median_ms", "deep_median_ms"], ["page1_median_ms", "deep_median_ms"]),
     "export": (["episodes_per_s", "peak_rss_mb", "peak_rss_growth_vs_baseline_mb"], ["episodes_per_s", "peak_rss_mb"]),
@@ -70,12 +73,16 @@ def main() -> None:
     if harness.RUN_FILE.exists():
         run = json.loads(harness.RUN_FILE.read_text())
         m = run.get("machine", {})
-        print(f"\nMachine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('memory_gb')} GB, Python {m.get('python')}, "
-              f"{m.get('platform')}; started {run.get('started')}, finished {run.get('finished', '?')}")
+        print(
+            f"\nMachine: {m.get('cpu')}, {m.get('cores')} cores, {m.get('memory_gb')} GB, Python {m.get('python')}, "
+            f"{m.get('platform')}; started {run.get('started')}, finished {run.get('finished', '?')}"
+        )
         for b in run.get("benchmarks", []):
-            print(f"- {b['name']} {' '.join(b['args'])}: {b['seconds']} s, commit {b.get('git', {}).get('commit', '?')}"
-                  f" (+{b.get('git', {}).get('modified_files', '?')} modified files), other processes "
-                  f"{b.get('other_processes_cpu_share')} over the whole benchmark")
+            print(
+                f"- {b['name']} {' '.join(b['args'])}: {b['seconds']} s, commit {b.get('git', {}).get('commit', '?')}"
+                f" (+{b.get('git', {}).get('modified_files', '?')} modified files), other processes "
+                f"{b.get('other_processes_cpu_share')} over the whole benchmark"
+            )
 
 
 if __name__ == "__main__":

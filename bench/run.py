@@ -58,16 +58,24 @@ def summary() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description="Run memconsole's benchmarks")
-    parser.add_argument("--episodes", type=int, default=100_000, help="scale (default 100,000; the issue's is 1,000,000)")
+    parser.add_argument(
+        "--episodes", type=int, default=100_000, help="scale (default 100,000; the issue's is 1,000,000)"
+    )
     parser.add_argument("--only", default="", help=f"comma-separated subset of: {', '.join(BENCHMARKS)}")
     parser.add_argument("--skip", default="", help="comma-separated benchmarks to leave out")
     parser.add_argument(
-        "--size", action="append", default=[], metavar="NAME=N",
+        "--size",
+        action="append",
+        default=[],
+        metavar="NAME=N",
         help="episodes for one benchmark, overriding the scale (e.g. --size reindex=100000)",
     )
     parser.add_argument("--keep-results", action="store_true", help="add to latest.json instead of starting afresh")
     parser.add_argument(
-        "--wait-quiet", type=float, default=0, metavar="SECONDS",
+        "--wait-quiet",
+        type=float,
+        default=0,
+        metavar="SECONDS",
         help="before each measurement (after its data is loaded), wait up to SECONDS for the machine to be "
         "under 15%% busy",
     )
@@ -95,7 +103,9 @@ def main() -> int:
     previous: list[dict] = []
     if args.keep_results and harness.RUN_FILE.exists():
         try:
-            previous = [b for b in json.loads(harness.RUN_FILE.read_text()).get("benchmarks", []) if b["name"] not in chosen]
+            previous = [
+                b for b in json.loads(harness.RUN_FILE.read_text()).get("benchmarks", []) if b["name"] not in chosen
+            ]
         except (ValueError, KeyError, AttributeError):
             previous = []
     run_info = {
@@ -105,8 +115,10 @@ def main() -> int:
         "scale_episodes": args.episodes,
         "benchmarks": previous,
     }
-    print(f"memconsole benchmarks on {run_info['machine']['cpu']} ({run_info['machine']['cores']} cores), "
-          f"load average {harness.loadavg()}, scale {args.episodes:,} episodes")
+    print(
+        f"memconsole benchmarks on {run_info['machine']['cpu']} ({run_info['machine']['cores']} cores), "
+        f"load average {harness.loadavg()}, scale {args.episodes:,} episodes"
+    )
     failed = []
     for name in chosen:
         print(f"\n#### {name} {' '.join(plan[name])}", flush=True)
@@ -116,18 +128,29 @@ def main() -> int:
         with harness.OtherLoad() as other:
             result = subprocess.run(
                 [sys.executable, "-m", f"bench.{name}", *plan[name]],
-                cwd=ROOT, check=False,
+                cwd=ROOT,
+                check=False,
                 env={**os.environ, "PYTHONPATH": str(ROOT), "BENCH_WAIT_QUIET": str(args.wait_quiet or "")},
             )
         seconds = round(time.perf_counter() - started, 1)
-        run_info["benchmarks"].append({
-            "name": name, "args": plan[name], "seconds": seconds, "exit_code": result.returncode,
-            "loadavg_before": load_before, "loadavg_after": harness.loadavg(),
-            "other_processes_cpu_share": other.share, "git": code,
-        })
+        run_info["benchmarks"].append(
+            {
+                "name": name,
+                "args": plan[name],
+                "seconds": seconds,
+                "exit_code": result.returncode,
+                "loadavg_before": load_before,
+                "loadavg_after": harness.loadavg(),
+                "other_processes_cpu_share": other.share,
+                "git": code,
+            }
+        )
         harness.RUN_FILE.write_text(json.dumps(run_info, indent=2) + "\n")
-        print(f"#### {name} done in {seconds} s (exit {result.returncode}); other processes used "
-              f"{other.share if other.share is not None else '?'} of the machine's CPU meanwhile", flush=True)
+        print(
+            f"#### {name} done in {seconds} s (exit {result.returncode}); other processes used "
+            f"{other.share if other.share is not None else '?'} of the machine's CPU meanwhile",
+            flush=True,
+        )
         if result.returncode != 0:
             failed.append(name)
     run_info["finished"] = datetime.now(UTC).isoformat(timespec="seconds")

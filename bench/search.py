@@ -56,7 +56,9 @@ def exact_top(matrix: np.ndarray, query: np.ndarray, k: int) -> np.ndarray:
 def recall_at_k(found: list[str], position: dict[str, int], sims: np.ndarray, exact_kth: float, k: int) -> float:
     """Share of the k results that belong in the exact top k; a result tied with the k-th exact
     similarity counts (the corpus holds duplicate texts, whose vectors are identical)."""
-    good = sum(1 for episode_id in found[:k] if episode_id in position and sims[position[episode_id]] >= exact_kth - 1e-5)
+    good = sum(
+        1 for episode_id in found[:k] if episode_id in position and sims[position[episode_id]] >= exact_kth - 1e-5
+    )
     return min(good, k) / k
 
 
@@ -124,7 +126,9 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
         matrix = vecs[positions[name]]
         ids = [f"{i:012x}" for i in positions[name]]
         position = {episode_id: j for j, episode_id in enumerate(ids)}
-        harness.progress(f"{label}: {len(ids):,} of {n:,} vectors, {query_count} timed queries, {len(quality_vecs)} for recall@10")
+        harness.progress(
+            f"{label}: {len(ids):,} of {n:,} vectors, {query_count} timed queries, {len(quality_vecs)} for recall@10"
+        )
 
         # Ground truth and recall@10 (outside the timed loops).
         ours_recall, naive_recall = [], []

@@ -158,7 +158,13 @@ class MemoryClient:
         self, query: str, *, sender_id: str = "", sender_name: str = "", query_id: str = "", top_k: int = 3
     ) -> dict[str, Any]:
         """Memory for a prompt: {context, system_blocks, snapshot_id}; recorded as a snapshot."""
-        body = {"query": query, "query_id": query_id, "sender_id": sender_id, "sender_name": sender_name, "top_k": top_k}
+        body = {
+            "query": query,
+            "query_id": query_id,
+            "sender_id": sender_id,
+            "sender_name": sender_name,
+            "top_k": top_k,
+        }
         return self._call("POST", "inject", body)
 
     # --- transport ------------------------------------------------------------------------------
@@ -185,7 +191,9 @@ class MemoryClient:
         except (urllib.error.URLError, TimeoutError, OSError) as exc:
             raise MemconsoleError(0, "unreachable", f"cannot reach {self.base_url}: {exc}") from None
         except ValueError as exc:
-            raise MemconsoleError(0, "bad_response", f"the server answered with something other than JSON: {exc}") from None
+            raise MemconsoleError(
+                0, "bad_response", f"the server answered with something other than JSON: {exc}"
+            ) from None
 
     @staticmethod
     def _error(exc: urllib.error.HTTPError) -> MemconsoleError:

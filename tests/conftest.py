@@ -130,10 +130,27 @@ def granted_client(granted_viewer):
 def scope_with_episodes(db, keys, system):
     """bot-a/group_100 with a handful of episodes from two speakers, one archived."""
     made = [
-        ops.remember(keys, system, "I am planning a trip to Beijing next month", tags=["travel"], sender_id="u1", sender_name="Alice"),
-        ops.remember(keys, system, "My favourite food is dumplings", tags=["food"], importance=3, sender_id="u2", sender_name="Bob"),
+        ops.remember(
+            keys,
+            system,
+            "I am planning a trip to Beijing next month",
+            tags=["travel"],
+            sender_id="u1",
+            sender_name="Alice",
+        ),
+        ops.remember(
+            keys,
+            system,
+            "My favourite food is dumplings",
+            tags=["food"],
+            importance=3,
+            sender_id="u2",
+            sender_name="Bob",
+        ),
         ops.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2", sender_name="Bob"),
-        ops.remember(keys, system, "The team meeting moved to Thursday", tags=["work"], sender_id="u1", sender_name="Alice"),
+        ops.remember(
+            keys, system, "The team meeting moved to Thursday", tags=["work"], sender_id="u1", sender_name="Alice"
+        ),
     ]
     ops.archive(keys, system, [made[3].episode.episode_id])
     return [m.episode for m in made]

@@ -281,10 +281,10 @@ def take(data: dict[str, Any], spec: dict[str, str], prefix: str = "") -> dict[s
     """
     unknown = sorted(set(data) - set(spec))
     if unknown:
-        raise ApiError(400, "unknown_field", f"unknown field {prefix}{unknown[0]!r}"[:200], f"{prefix}{unknown[0]}"[:200])
-    return {
-        name: _typed(value, spec[name], prefix + name) for name, value in data.items() if value is not None
-    }
+        raise ApiError(
+            400, "unknown_field", f"unknown field {prefix}{unknown[0]!r}"[:200], f"{prefix}{unknown[0]}"[:200]
+        )
+    return {name: _typed(value, spec[name], prefix + name) for name, value in data.items() if value is not None}
 
 
 def scope_for(request: HttpRequest, fields: dict[str, Any]) -> ScopeKeys:

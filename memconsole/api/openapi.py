@@ -107,8 +107,16 @@ def _schemas() -> dict[str, Any]:
                 "status": {"type": "string", "enum": list(STATUSES)},
             },
             "required": [
-                "episode_id", "content", "score", "breakdown", "tags", "importance",
-                "timestamp", "sender_id", "sender_name", "status",
+                "episode_id",
+                "content",
+                "score",
+                "breakdown",
+                "tags",
+                "importance",
+                "timestamp",
+                "sender_id",
+                "sender_name",
+                "status",
             ],
         },
         "ProfileData": profile_data,
@@ -251,9 +259,7 @@ def _responses() -> dict[str, Any]:
         "Unprocessable": _error("valid JSON breaking a rule (importance 9, empty content, a 21st trait...)"),
         "RateLimited": {
             **_error(f"over {rate} requests a minute for this token (MEMCONSOLE_API_RATE_PER_MINUTE)"),
-            "headers": {
-                "Retry-After": {"description": "seconds until the next minute", "schema": {"type": "integer"}}
-            },
+            "headers": {"Retry-After": {"description": "seconds until the next minute", "schema": {"type": "integer"}}},
         },
         "Unavailable": _error("the vector index or the database is unavailable; retry later"),
     }
@@ -294,7 +300,11 @@ def _query_parameters() -> list[dict[str, Any]]:
         for name, schema in SCOPE_PROPERTIES.items()
     ]
     params.append(
-        {"name": "type", "in": "query", "schema": {"type": "string", "enum": ["session", "speaker"], "default": "session"}}
+        {
+            "name": "type",
+            "in": "query",
+            "schema": {"type": "string", "enum": ["session", "speaker"], "default": "session"},
+        }
     )
     params.append(
         {"name": "sender_id", "in": "query", "schema": STRING, "description": "required for a speaker profile"}

@@ -240,9 +240,7 @@ class ProfileForm(ConsoleForm):
             )
         too_long = [item for item in items if len(item) > ops.MAX_ITEM_CHARS]
         if too_long:
-            raise forms.ValidationError(
-                _("Each entry may have at most %(n)d characters.") % {"n": ops.MAX_ITEM_CHARS}
-            )
+            raise forms.ValidationError(_("Each entry may have at most %(n)d characters.") % {"n": ops.MAX_ITEM_CHARS})
         return items
 
     def clean_traits(self) -> list[str]:

@@ -71,8 +71,10 @@ class RowRenderer:
         self.labels = column_labels()
         self._label = {name: escape(text) for name, text in self.labels.items()}
         self._unknown = f'<span class="muted">{escape(_("unknown"))}</span>'
-        self._buttons = {name: escape(text) for name, text in
-                         (("archive", _("Archive")), ("restore", _("Restore")), ("delete", _("Delete")))}
+        self._buttons = {
+            name: escape(text)
+            for name, text in (("archive", _("Archive")), ("restore", _("Restore")), ("delete", _("Delete")))
+        }
         self._read_only = f'<span class="muted">{escape(_("read only"))}</span>'
         # Translated once; per row only the id is filled in.
         self._select = _("Select episode %(id)s")
@@ -126,7 +128,9 @@ class RowRenderer:
         if self.can_operate and status != STATUS_ACTIVE:
             buttons.append(self._button("restore", self._restore.for_episode(episode_id), "secondary", episode_id))
         if self.can_delete:
-            buttons.append(self._button("delete", self._delete.for_episode(episode_id), "danger", episode_id, CONFIRMED))
+            buttons.append(
+                self._button("delete", self._delete.for_episode(episode_id), "danger", episode_id, CONFIRMED)
+            )
         return " ".join(buttons)
 
     def _button(self, action: str, url: str, css: str, episode_id: str, extra: str = "") -> str:
@@ -158,13 +162,12 @@ class RowRenderer:
 
     def _score(self, hit: Any) -> str:
         breakdown = render_to_string("console/_score_breakdown.html", {"breakdown": hit.breakdown})
-        return (
-            f'<div class="score"><strong>{escape(_("Score"))} {floatformat(hit.score, 3)}</strong>{breakdown}</div>'
-        )
+        return f'<div class="score"><strong>{escape(_("Score"))} {floatformat(hit.score, 3)}</strong>{breakdown}</div>'
 
 
-def episode_table(scope_pk: int, permissions: dict[str, bool], episodes: Sequence[Episode] = (),
-                  hits: Sequence[Any] = ()) -> dict[str, Any]:
+def episode_table(
+    scope_pk: int, permissions: dict[str, bool], episodes: Sequence[Episode] = (), hits: Sequence[Any] = ()
+) -> dict[str, Any]:
     """The context of _episode_table.html: the rendered `rows`, the column `labels`, and
     `row_actions` (whether the user may act on rows at all, which adds the select column)."""
     renderer = RowRenderer(scope_pk, permissions["can_operate"], permissions["can_delete"])

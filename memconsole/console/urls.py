@@ -30,7 +30,9 @@ urlpatterns = [
     path("scopes/<int:scope_id>/profiles/", views.profiles, name="profiles"),
     path("scopes/<int:scope_id>/profiles/<str:profile_type>/", views.profile_detail, name="profile_detail"),
     path("scopes/<int:scope_id>/profiles/<str:profile_type>/edit/", views.profile_edit, name="profile_edit"),
-    path("scopes/<int:scope_id>/profiles/<str:profile_type>/rollback/", views.profile_rollback, name="profile_rollback"),
+    path(
+        "scopes/<int:scope_id>/profiles/<str:profile_type>/rollback/", views.profile_rollback, name="profile_rollback"
+    ),
     path("scopes/<int:scope_id>/episodes/", views.episodes, name="episodes"),
     path("scopes/<int:scope_id>/episodes/bulk/", views.episodes_bulk, name="episodes_bulk"),
     path("scopes/<int:scope_id>/speakers/", views.speaker_options, name="speaker_options"),

@@ -96,7 +96,14 @@ def _counts(keys: ScopeKeys) -> EpisodeCounts:
 
 
 def _scope_context(request: HttpRequest, scope: Scope, keys: ScopeKeys, tab: str, **extra: Any) -> dict[str, Any]:
-    return {"scope": scope, "keys": keys, "tab": tab, "counts": _counts(keys), **user_permissions(request.user), **extra}
+    return {
+        "scope": scope,
+        "keys": keys,
+        "tab": tab,
+        "counts": _counts(keys),
+        **user_permissions(request.user),
+        **extra,
+    }
 
 
 def _bad_request(request: HttpRequest, message: str, status: int = 400) -> HttpResponse:
@@ -117,7 +124,9 @@ def _known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
     for sender_id, sender_name in recent:
         if sender_id and sender_id not in speakers:
             speakers[sender_id] = sender_name
-    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list("sender_id", flat=True)
+    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list(
+        "sender_id", flat=True
+    )
     for sender_id in profiled[:SPEAKER_SAMPLE]:
         speakers.setdefault(sender_id, "")
     return sorted(speakers.items())
@@ -160,7 +169,11 @@ def overview(request: HttpRequest) -> HttpResponse:
     if not search.is_valid() or (derive.is_bound and derived is None):
         status = 400
     context = {"search": search, "derive": derive, "page": page, "derived": derived, **user_permissions(request.user)}
-    fragment = "console/_derive.html" if getattr(request.htmx, "target", None) == "derive-result" else "console/_scope_list.html"
+    fragment = (
+        "console/_derive.html"
+        if getattr(request.htmx, "target", None) == "derive-result"
+        else "console/_scope_list.html"
+    )
     return render_screen(request, "console/overview.html", fragment, context, status)
 
 
@@ -253,9 +266,7 @@ def episodes(request: HttpRequest, scope: Scope, keys: ScopeKeys) -> HttpRespons
     query.setdefault("top_k", str(DEFAULT_TOP_K))
     form = forms.EpisodeFilterForm(query)
     results, status = _episode_results(request, keys, form) if form.is_valid() else ({}, 400)
-    context = _scope_context(
-        request, scope, keys, "episodes", form=form, bulk=forms.BulkActionForm(), **results
-    )
+    context = _scope_context(request, scope, keys, "episodes", form=form, bulk=forms.BulkActionForm(), **results)
     page = results.get("page")
     context.update(episode_table(scope.pk, context, page.episodes if page else (), results.get("hits") or ()))
     context["filters_cache_key"] = _filters_cache_key(request, scope, form)
@@ -292,8 +303,9 @@ def episode_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_
         Episode.objects.filter(user_key=keys.user_key, superseded_by=episode.episode_id).order_by("-id")[:CHAIN_LIMIT]
     )
     history = list(
-        AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode.episode_id)
-        .order_by("-seq")[:50]
+        AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode.episode_id).order_by(
+            "-seq"
+        )[:50]
     )
     context = _scope_context(
         request, scope, keys, "episodes", episode=episode, newer=newer, replaces=replaces, history=history
@@ -346,8 +358,12 @@ def episode_delete(request: HttpRequest, scope: Scope, keys: ScopeKeys, episode_
     episode = _episode_or_404(keys, episode_id)
     episodes_url = reverse("console:episodes", args=[scope.pk])
     if request.POST.get("confirmed") != "1":
-        context = _scope_context(request, scope, keys, "episodes", episode=episode, next=_next_url(request, episodes_url))
-        return render_screen(request, "console/episode_confirm_delete.html", "console/_episode_confirm_delete.html", context)
+        context = _scope_context(
+            request, scope, keys, "episodes", episode=episode, next=_next_url(request, episodes_url)
+        )
+        return render_screen(
+            request, "console/episode_confirm_delete.html", "console/_episode_confirm_delete.html", context
+        )
     try:
         ops.delete(keys, actor_for(request), [episode.episode_id])
     except NotFound:
@@ -486,7 +502,11 @@ def _profile_context(
         diff_from = diff_from or max(1, diff_to - 1)
         pair = {v.version: v for v in row.versions.filter(version__in=[diff_from, diff_to])}
         if diff_from in pair and diff_to in pair:
-            diff = {"from": diff_from, "to": diff_to, "lines": _diff_lines(pair[diff_from].payload, pair[diff_to].payload)}
+            diff = {
+                "from": diff_from,
+                "to": diff_to,
+                "lines": _diff_lines(pair[diff_from].payload, pair[diff_to].payload),
+            }
         elif view is not None:
             view.add_error("diff_from", _("There is no such version of this profile."))
     form = edit_form or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id))
@@ -520,7 +540,9 @@ def profile_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, status)
 
 
-def _after_profile_change(request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str, sender_id: str, message: str) -> HttpResponse:
+def _after_profile_change(
+    request: HttpRequest, scope: Scope, keys: ScopeKeys, profile_type: str, sender_id: str, message: str
+) -> HttpResponse:
     if wants_fragment(request):
         context = _profile_context(request, scope, keys, profile_type, sender_id)
         response = render(request, "console/_profile_panel.html", {**context, "flash": message})
@@ -612,8 +634,18 @@ def injection_detail(request: HttpRequest, scope: Scope, keys: ScopeKeys, snapsh
 
 
 AUDIT_OPERATIONS = (
-    "remember", "archive", "restore", "delete", "profile_update", "profile_rollback", "inject",
-    "export", "audit_export", "import", "erase_subject", "scope_open",
+    "remember",
+    "archive",
+    "restore",
+    "delete",
+    "profile_update",
+    "profile_rollback",
+    "inject",
+    "export",
+    "audit_export",
+    "import",
+    "erase_subject",
+    "scope_open",
 )
 
 
@@ -792,7 +824,9 @@ def _erasure_bot(request: HttpRequest, form: forms.ErasureForm) -> str:
     return bot_uuid
 
 
-def _erase(request: HttpRequest, form: forms.ErasureForm, bot_uuid: str, *, dry_run: bool) -> erasure.ErasureReport | None:
+def _erase(
+    request: HttpRequest, form: forms.ErasureForm, bot_uuid: str, *, dry_run: bool
+) -> erasure.ErasureReport | None:
     """Runs `erase_subject` (which writes the audited receipt); None with the error on the form."""
     try:
         return erasure.erase_subject(

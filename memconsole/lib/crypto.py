@@ -55,7 +55,9 @@ def open_text(stored: str, encrypted: bool) -> str:
         return stored
     keys = configured_keys()
     if not keys:
-        raise DecryptionError(f"This data is encrypted but {SETTING} is not set; configure the key it was written with.")
+        raise DecryptionError(
+            f"This data is encrypted but {SETTING} is not set; configure the key it was written with."
+        )
     try:
         return MultiFernet(list(keys)).decrypt(stored.encode("ascii")).decode("utf-8")
     except (InvalidToken, UnicodeError, ValueError):

@@ -178,7 +178,11 @@ def delete(user_key: str, ids: list[str]) -> None:
 
 
 def query(
-    user_key: str, model_id: str, vector: np.ndarray, n_results: int, where: dict | None = None,
+    user_key: str,
+    model_id: str,
+    vector: np.ndarray,
+    n_results: int,
+    where: dict | None = None,
     include_metadata: bool = False,
 ) -> list[Hit]:
     """Nearest vectors in `user_key`'s collection. The collection must name `user_key` as its

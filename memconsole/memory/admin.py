@@ -86,8 +86,21 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     list_filter = ["operation", "actor_type"]
     search_fields = ["audit_id", "scope_key", "target_id", "actor"]
     fields = [
-        "seq", "audit_id", "timestamp", "operation", "scope_key", "user_key", "actor_type", "actor",
-        "sender_id", "target_type", "target_id", "query_id", "redacted", "prev_hash", "entry_hash",
+        "seq",
+        "audit_id",
+        "timestamp",
+        "operation",
+        "scope_key",
+        "user_key",
+        "actor_type",
+        "actor",
+        "sender_id",
+        "target_type",
+        "target_id",
+        "query_id",
+        "redacted",
+        "prev_hash",
+        "entry_hash",
     ]
     ordering = ["-seq"]
 

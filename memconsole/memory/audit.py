@@ -242,7 +242,11 @@ def verify_audit_chain(batch: int = 2000) -> ChainReport:
     head = AuditHead.objects.filter(pk=1).first()
     if head is not None and head.seq != last_seq:
         return ChainReport(
-            False, checked, last_seq + 1, None, f"the chain ends at #{last_seq} but its head says #{head.seq} (entries deleted)"
+            False,
+            checked,
+            last_seq + 1,
+            None,
+            f"the chain ends at #{last_seq} but its head says #{head.seq} (entries deleted)",
         )
     if head is not None and head.seq and head.entry_hash != expected_prev:
         return ChainReport(False, checked, last_seq, None, "the chain head does not match the last entry")

@@ -20,16 +20,59 @@ from .models import STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode
 from .scopes import ScopeKeys, derive_scope, register_scope
 
 BOTS = [
-    ("8c6e3f52-support-bot", "session", ["group_1001", "group_1002", "group_1003", "group_1004", "person_501", "person_502"]),
+    (
+        "8c6e3f52-support-bot",
+        "session",
+        ["group_1001", "group_1002", "group_1003", "group_1004", "person_501", "person_502"],
+    ),
     ("2b91d7a0-study-buddy", "session", ["group_2001", "group_2002", "person_601", "person_602", "person_603"]),
     ("e47a1c09-family-helper", "bot", ["group_3001", "group_3002", "person_701", "person_702"]),
 ]
 
 EN_NAMES = [
-    "Alice", "Bob", "Carmen", "David", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas", "Kemal", "Lena",
-    "Marco", "Nadia", "Oscar", "Priya", "Quentin", "Rosa", "Sam", "Tariq",
+    "Alice",
+    "Bob",
+    "Carmen",
+    "David",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jonas",
+    "Kemal",
+    "Lena",
+    "Marco",
+    "Nadia",
+    "Oscar",
+    "Priya",
+    "Quentin",
+    "Rosa",
+    "Sam",
+    "Tariq",
 ]
-ZH_NAMES = ["王伟", "李娜", "张敏", "刘洋", "陈静", "杨帆", "赵磊", "黄丽", "周杰", "吴芳", "徐强", "孙悦", "马超", "朱琳", "胡斌", "郭婷", "林峰", "何雪", "高翔", "罗佳"]
+ZH_NAMES = [
+    "王伟",
+    "李娜",
+    "张敏",
+    "刘洋",
+    "陈静",
+    "杨帆",
+    "赵磊",
+    "黄丽",
+    "周杰",
+    "吴芳",
+    "徐强",
+    "孙悦",
+    "马超",
+    "朱琳",
+    "胡斌",
+    "郭婷",
+    "林峰",
+    "何雪",
+    "高翔",
+    "罗佳",
+]
 
 EN_FACTS = [
     ("I'm planning a trip to {place} next month", ["travel", "plan"]),
@@ -84,9 +127,36 @@ WORDS = {
     "zpet": ["咪咪", "小白", "团团"],
     "zmonth": ["三月", "五月", "八月", "十月", "十二月"],
 }
-TRAITS = ["curious", "direct", "friendly", "detail-oriented", "busy", "night owl", "early riser", "patient", "funny", "喜欢旅行", "认真"]
-PREFERENCES = ["short answers", "bullet points", "answers in Chinese", "answers in English", "no emojis", "examples first", "formal tone"]
-QUERIES = ["what are my travel plans?", "what food do I like?", "when is the team meeting?", "我喜欢吃什么？", "remind me of deadlines", "tell me about my pet"]
+TRAITS = [
+    "curious",
+    "direct",
+    "friendly",
+    "detail-oriented",
+    "busy",
+    "night owl",
+    "early riser",
+    "patient",
+    "funny",
+    "喜欢旅行",
+    "认真",
+]
+PREFERENCES = [
+    "short answers",
+    "bullet points",
+    "answers in Chinese",
+    "answers in English",
+    "no emojis",
+    "examples first",
+    "formal tone",
+]
+QUERIES = [
+    "what are my travel plans?",
+    "what food do I like?",
+    "when is the team meeting?",
+    "我喜欢吃什么？",
+    "remind me of deadlines",
+    "tell me about my pet",
+]
 
 EPISODES_PER_SCOPE = 200
 
@@ -122,8 +192,12 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
         totals["episodes"] += created
         totals["scopes"] += 1
         operations.update_profile(
-            keys, actor, "session", name=f"{keys.session_name} chat",
-            add_traits=rng.sample(TRAITS, 2), notes="Demo conversation. Members: " + ", ".join(n for _, n in members),
+            keys,
+            actor,
+            "session",
+            name=f"{keys.session_name} chat",
+            add_traits=rng.sample(TRAITS, 2),
+            notes="Demo conversation. Members: " + ", ".join(n for _, n in members),
         )
         totals["profiles"] += 1
         for sender_id, name in members:
@@ -134,8 +208,13 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
         for _ in range(4):
             sender_id, name = rng.choice(members)
             operations.record_injection(
-                keys, actor, rng.choice(QUERIES), query_id=f"demo-{rng.getrandbits(32):08x}",
-                sender_id=sender_id, sender_name=name, top_k=3,
+                keys,
+                actor,
+                rng.choice(QUERIES),
+                query_id=f"demo-{rng.getrandbits(32):08x}",
+                sender_id=sender_id,
+                sender_name=name,
+                top_k=3,
             )
             totals["snapshots"] += 1
     return totals
@@ -151,10 +230,19 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
             template, tags = rng.choice(ZH_FACTS if chinese else EN_FACTS)
             age = timedelta(days=(EPISODES_PER_SCOPE - position) * rng.uniform(0.5, 2.0), minutes=rng.randint(0, 1440))
             episode = Episode(
-                episode_id=operations.new_episode_id(), user_key=keys.user_key, scope_key=keys.scope_key,
-                tags=list(tags), tags_text=operations.tags_text(list(tags)), importance=rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0],
-                timestamp=now - age, sender_id=sender_id, sender_name=name, bot_uuid=keys.bot_uuid,
-                source="agent", created_at=now - age, updated_at=now - age,
+                episode_id=operations.new_episode_id(),
+                user_key=keys.user_key,
+                scope_key=keys.scope_key,
+                tags=list(tags),
+                tags_text=operations.tags_text(list(tags)),
+                importance=rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0],
+                timestamp=now - age,
+                sender_id=sender_id,
+                sender_name=name,
+                bot_uuid=keys.bot_uuid,
+                source="agent",
+                created_at=now - age,
+                updated_at=now - age,
             )
             episode.set_content(_fill(template, rng))
             rows.append(episode)
@@ -163,12 +251,26 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
             old = rng.choice(rows[: len(rows) // 2])
             template, tags = rng.choice(CORRECTIONS)
             correction = Episode(
-                episode_id=operations.new_episode_id(), user_key=keys.user_key, scope_key=keys.scope_key,
-                tags=list(tags), tags_text=operations.tags_text(list(tags)), importance=3, timestamp=now - timedelta(days=rng.uniform(0, 20)),
-                sender_id=old.sender_id, sender_name=old.sender_name, bot_uuid=keys.bot_uuid, source="agent", created_at=now, updated_at=now,
+                episode_id=operations.new_episode_id(),
+                user_key=keys.user_key,
+                scope_key=keys.scope_key,
+                tags=list(tags),
+                tags_text=operations.tags_text(list(tags)),
+                importance=3,
+                timestamp=now - timedelta(days=rng.uniform(0, 20)),
+                sender_id=old.sender_id,
+                sender_name=old.sender_name,
+                bot_uuid=keys.bot_uuid,
+                source="agent",
+                created_at=now,
+                updated_at=now,
             )
             correction.set_content(_fill(template, rng))
-            old.status, old.superseded_by, old.importance = STATUS_SUPERSEDED, correction.episode_id, max(1, old.importance - 1)
+            old.status, old.superseded_by, old.importance = (
+                STATUS_SUPERSEDED,
+                correction.episode_id,
+                max(1, old.importance - 1),
+            )
             rows.append(correction)
         for episode in rng.sample(rows, len(rows) // 12):
             if episode.status == "active":
@@ -176,9 +278,16 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
         Episode.objects.bulk_create(rows, batch_size=500)
         for episode in rows:
             audit.append(
-                "remember", actor, scope_key=keys.scope_key, user_key=keys.user_key, sender_id=episode.sender_id,
-                sender_name=episode.sender_name, target_type="episode", target_id=episode.episode_id,
-                summary=f"remembered: {episode.content}", metadata={"source": "demo"},
+                "remember",
+                actor,
+                scope_key=keys.scope_key,
+                user_key=keys.user_key,
+                sender_id=episode.sender_id,
+                sender_name=episode.sender_name,
+                target_type="episode",
+                target_id=episode.episode_id,
+                summary=f"remembered: {episode.content}",
+                metadata={"source": "demo"},
             )
         operations.recount(keys.user_key)
     stored = list(operations.episodes_by_ids(Q(user_key=keys.user_key), [e.episode_id for e in rows]))

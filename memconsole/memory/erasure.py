@@ -220,7 +220,9 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     # High-water marks first: whatever is written during the search lies above them.
     audit_mark = AuditEntry.objects.aggregate(last=Max("seq"))["last"] or 0
     snapshot_mark = InjectionSnapshot.objects.aggregate(last=Max("pk"))["last"] or 0
-    found = _find(sender_id, bot_uuid, episodes, profiles, _other_snapshots(sender_id, bot_uuid), _audit_entries(bot_uuid))
+    found = _find(
+        sender_id, bot_uuid, episodes, profiles, _other_snapshots(sender_id, bot_uuid), _audit_entries(bot_uuid)
+    )
     _fill(report, found, profiles, speaker_snapshots)
     if dry_run:
         return report
@@ -241,7 +243,9 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
         episode_ids = found.episode_ids
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
         others = _other_snapshots(sender_id, bot_uuid)
-        found.rewrites = list(_snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites])))
+        found.rewrites = list(
+            _snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites]))
+        )
         found.rewrites += _snapshots_to_rewrite(sender_id, episode_ids, _batches(others.filter(pk__gt=snapshot_mark)))
         entries = _audit_entries(bot_uuid)
         found.to_redact = list(_audit_to_redact(sender_id, targets, _by_pk(entries, [e.pk for e in found.to_redact])))
@@ -268,7 +272,14 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
             snapshot.injected = bool(blocks)
             snapshot.injection_chars = sum(len(block) for block in blocks)
             snapshot.save(
-                update_fields=["payload_stored", "encrypted", "episode_count", "block_count", "injected", "injection_chars"]
+                update_fields=[
+                    "payload_stored",
+                    "encrypted",
+                    "episode_count",
+                    "block_count",
+                    "injected",
+                    "injection_chars",
+                ]
             )
         speaker_snapshots.delete()
         for user_key in found.user_keys:
@@ -339,7 +350,10 @@ def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: Erasure
             vectors.rebuild_collection(user_key)
             report.collections_rebuilt += 1
             _mark_current(user_key, marked)
-        return {"ok": True, **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"})}
+        return {
+            "ok": True,
+            **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"}),
+        }
     except (vectors.VectorIndexError, OSError, sqlite3.Error) as exc:
         # sqlite3.Error: embedded Chroma's own database file, e.g. "database is locked" while compacting.
         log.exception("erasure: the vector index was not fully purged")
@@ -365,7 +379,10 @@ def _mark_current(user_key: str, pks: list[int]) -> None:
 def compact_database() -> dict[str, Any]:
     """Make deleted rows' bytes leave the database file (SQLite: VACUUM and truncate the WAL)."""
     if connection.vendor != "sqlite":
-        return {"compacted": False, "reason": f"{connection.vendor}: run VACUUM FULL on the memory tables to rewrite their files"}
+        return {
+            "compacted": False,
+            "reason": f"{connection.vendor}: run VACUUM FULL on the memory tables to rewrite their files",
+        }
     if connection.in_atomic_block:
         return {"compacted": False, "reason": "inside a transaction"}
     try:

@@ -200,7 +200,13 @@ def _envelope(head: dict[str, Any], list_name: str, records: Iterable[dict[str, 
 
 
 def _head(keys: ScopeKeys, exported_at: str, **extra: Any) -> dict[str, Any]:
-    return {"version": ENVELOPE_VERSION, "exported_at": exported_at, "scope_key": keys.scope_key, "user_key": keys.user_key, **extra}
+    return {
+        "version": ENVELOPE_VERSION,
+        "exported_at": exported_at,
+        "scope_key": keys.scope_key,
+        "user_key": keys.user_key,
+        **extra,
+    }
 
 
 def stream_scope_export(
@@ -243,9 +249,7 @@ def stream_scope_export(
     return ExportStream(_scope_document(keys, now, statuses, profiles, episodes, entries), counts, entry.audit_id)
 
 
-def _scope_document(
-    keys: ScopeKeys, now: datetime, statuses: list[str], profiles, episodes, entries
-) -> Iterator[str]:
+def _scope_document(keys: ScopeKeys, now: datetime, statuses: list[str], profiles, episodes, entries) -> Iterator[str]:
     exported_at = iso(now)
     head = {
         "format": FORMAT_MARKER,
@@ -261,14 +265,20 @@ def _scope_document(
         },
     }
     yield _dump(head)[:-1] + ',"profiles":'
-    yield from _envelope(_head(keys, exported_at), "profiles", map(profile_record, operations.iter_in_batches(profiles, BATCH)))
+    yield from _envelope(
+        _head(keys, exported_at), "profiles", map(profile_record, operations.iter_in_batches(profiles, BATCH))
+    )
     yield ',"episodes":'
     yield from _envelope(
-        _head(keys, exported_at, statuses=statuses), "episodes", map(episode_record, operations.iter_in_batches(episodes, BATCH))
+        _head(keys, exported_at, statuses=statuses),
+        "episodes",
+        map(episode_record, operations.iter_in_batches(episodes, BATCH)),
     )
     if entries is not None:
         yield ',"audit":'
-        yield from _envelope(_head(keys, exported_at), "entries", map(audit_record, operations.iter_in_batches(entries, BATCH)))
+        yield from _envelope(
+            _head(keys, exported_at), "entries", map(audit_record, operations.iter_in_batches(entries, BATCH))
+        )
     yield "}\n"
 
 

@@ -246,7 +246,9 @@ def _check_vector_index() -> Check:
     vectors.heartbeat()
     collections = {uk for uk in vectors.list_collections().values() if not uk.startswith(PROBE_USER_KEY_PREFIX)}
     scopes = set(
-        Episode.objects.exclude(user_key__startswith=PROBE_USER_KEY_PREFIX).values_list("user_key", flat=True).distinct()
+        Episode.objects.exclude(user_key__startswith=PROBE_USER_KEY_PREFIX)
+        .values_list("user_key", flat=True)
+        .distinct()
     )
     missing = scopes - collections
     if missing:
@@ -405,7 +407,9 @@ def _check_search(probe: Canaries) -> Check:
                 found = True
         if not found:
             missing.append(f"searching canary scope {label} did not find its own canary")
-    return _judge("search", leaks, missing, f"each canary scope's search (top {SEARCH_TOP_K}) found its own canary only")
+    return _judge(
+        "search", leaks, missing, f"each canary scope's search (top {SEARCH_TOP_K}) found its own canary only"
+    )
 
 
 def _check_list(probe: Canaries) -> Check:
@@ -447,7 +451,12 @@ def _check_recall(probe: Canaries) -> Check:
             leaks.append(f"recall in canary scope {label} returned the other scope's episodes")
         if own_id not in ids:
             missing.append(f"recall in canary scope {label} did not return its own canary")
-    return _judge("recall", leaks, missing, f"recall (top {SEARCH_TOP_K}, as the bot API runs it) returns each scope's own canary only")
+    return _judge(
+        "recall",
+        leaks,
+        missing,
+        f"recall (top {SEARCH_TOP_K}, as the bot API runs it) returns each scope's own canary only",
+    )
 
 
 def _check_inject(probe: Canaries) -> Check:
@@ -471,7 +480,9 @@ def _check_inject(probe: Canaries) -> Check:
         leaks.append("the stored injection snapshot of canary scope a holds canary b")
     if probe.id_a not in ids or probe.content_a not in blocks:
         missing.append("the injection for canary scope a did not carry its own canary")
-    return _judge("inject", leaks, missing, "the injection (and its stored snapshot) carries the scope's own canary only")
+    return _judge(
+        "inject", leaks, missing, "the injection (and its stored snapshot) carries the scope's own canary only"
+    )
 
 
 def _check_export(probe: Canaries) -> Check:
@@ -658,7 +669,9 @@ def _check_encryption() -> Check:
     unreadable = sum(c.unreadable for c in census.values())
     if not crypto.enabled():
         if encrypted == 0:
-            return Check("encryption", OK, f"encryption at rest is off ({crypto.SETTING} is not set); no row is encrypted")
+            return Check(
+                "encryption", OK, f"encryption at rest is off ({crypto.SETTING} is not set); no row is encrypted"
+            )
         return Check(
             "encryption",
             ERROR,

@@ -153,7 +153,9 @@ class ImportReport:
         self.conflict_count += 1
         self._scope(keys)["conflicts"] += 1
         if len(self.conflicts) < MAX_CONFLICTS_LISTED:
-            self.conflicts.append({"scope_key": keys.scope_key, "kind": kind, "where": where, "id": old_id, "reason": reason})
+            self.conflicts.append(
+                {"scope_key": keys.scope_key, "kind": kind, "where": where, "id": old_id, "reason": reason}
+            )
 
 
 # --- what the parsers produce -------------------------------------------------------------------
@@ -426,7 +428,9 @@ def _json_profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
         raise _fail(where, "type", "must be 'session' or 'speaker'")
     sender_id = ""
     if profile_type == PROFILE_SPEAKER:
-        sender_id = _str(record.get("sender_id"), where, "sender_id", operations.MAX_SENDER_CHARS, required=True).strip()
+        sender_id = _str(
+            record.get("sender_id"), where, "sender_id", operations.MAX_SENDER_CHARS, required=True
+        ).strip()
     profile = record.get("profile")
     updated_at = _time(profile.get("updated_at"), where, "profile.updated_at") if isinstance(profile, dict) else None
     return ProfileIn(keys, where, profile_type, sender_id, _profile_data(profile, where), updated_at)
@@ -462,10 +466,14 @@ def parse_memconsole(path: Path, plan: Plan, target: Callable[[Any, str], ScopeK
         if isinstance(doc, dict) and doc.get("format") == AUDIT_FORMAT_MARKER:
             raise ImportFileError("this is an audit log export; audit logs are not imported", field="format")
         if isinstance(doc, dict) and isinstance(doc.get("episodes"), list):
-            raise ImportFileError("this looks like a LangBot export, not a memconsole one (use the langbot format)", field="format")
+            raise ImportFileError(
+                "this looks like a LangBot export, not a memconsole one (use the langbot format)", field="format"
+            )
         raise ImportFileError(f"not a memconsole export: 'format' must be {FORMAT_MARKER!r}", field="format")
     if doc.get("format_version", 1) != 1:
-        raise ImportFileError(f"format_version {doc.get('format_version')!r:.20} is not understood", field="format_version")
+        raise ImportFileError(
+            f"format_version {doc.get('format_version')!r:.20} is not understood", field="format_version"
+        )
     scope = doc.get("scope") if isinstance(doc.get("scope"), dict) else {}
     session = scope.get("session_name") or _session_of(scope.get("scope_key"))
 
@@ -521,7 +529,9 @@ def _open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.C
             kind = connection.execute(
                 "SELECT type, sql FROM sqlite_master WHERE name = ? COLLATE NOCASE", (table,)
             ).fetchone()
-            if kind is not None and (kind[0] != b"table" or (kind[1] or b"").lstrip().upper().startswith(b"CREATE VIRTUAL")):
+            if kind is not None and (
+                kind[0] != b"table" or (kind[1] or b"").lstrip().upper().startswith(b"CREATE VIRTUAL")
+            ):
                 raise ImportFileError(f"not a {fmt} memory.db: '{table}' is not an ordinary table")
             found = {row[1].decode() for row in connection.execute(f"PRAGMA table_info({table})")}
             if not found:
@@ -597,7 +607,9 @@ def parse_jw_agents(
                     field="fernet_key",
                 )
         sql = "SELECT id, session_id, timestamp, kind, content, metadata, encrypted FROM records ORDER BY id"
-        for done, (row_id, session_id, stamp, kind, content, metadata, encrypted) in enumerate(_rows(connection, sql), 1):
+        for done, (row_id, session_id, stamp, kind, content, metadata, encrypted) in enumerate(
+            _rows(connection, sql), 1
+        ):
             where = f"records id={row_id}"
             encrypted = bool(encrypted)
             session = _text_of(session_id, where, "session_id")
@@ -623,8 +635,15 @@ def parse_jw_agents(
                     tags=tags,
                     importance=_importance(meta.get("importance"), where + " metadata"),
                     timestamp=_time(_text_of(stamp, where, "timestamp"), where),
-                    sender_id=_str(meta.get("sender_id", meta.get("user_id")), where, "metadata.sender_id", operations.MAX_SENDER_CHARS).strip(),
-                    sender_name=_str(meta.get("sender_name"), where, "metadata.sender_name", operations.MAX_SENDER_CHARS).strip(),
+                    sender_id=_str(
+                        meta.get("sender_id", meta.get("user_id")),
+                        where,
+                        "metadata.sender_id",
+                        operations.MAX_SENDER_CHARS,
+                    ).strip(),
+                    sender_name=_str(
+                        meta.get("sender_name"), where, "metadata.sender_name", operations.MAX_SENDER_CHARS
+                    ).strip(),
                     status=_status(meta.get("status")),
                     superseded_by="",
                 )
@@ -682,11 +701,15 @@ def parse_bot_memory(
                         keys=keys,
                         where=where,
                         old_id=f"fact:{rowid}",
-                        content=_str(f"{key_text}: {value_text}", where, "value", operations.max_content_chars(), required=True),
+                        content=_str(
+                            f"{key_text}: {value_text}", where, "value", operations.max_content_chars(), required=True
+                        ),
                         tags=_tags(["fact", key_tag], where),
                         importance=2,
                         timestamp=_time(_text_of(updated_at, where, "updated_at"), where, "updated_at"),
-                        sender_id=_str(_text_of(subject, where, "subject"), where, "subject", operations.MAX_SENDER_CHARS).strip(),
+                        sender_id=_str(
+                            _text_of(subject, where, "subject"), where, "subject", operations.MAX_SENDER_CHARS
+                        ).strip(),
                         sender_name="",
                         status=STATUS_ACTIVE,
                         superseded_by="",
@@ -705,7 +728,13 @@ def parse_bot_memory(
                         keys=target(_text_of(room_id, where, "room_id"), where),
                         where=where,
                         old_id=f"message:{rowid}",
-                        content=_str(_text_of(content, where, "content"), where, "content", operations.max_content_chars(), required=True),
+                        content=_str(
+                            _text_of(content, where, "content"),
+                            where,
+                            "content",
+                            operations.max_content_chars(),
+                            required=True,
+                        ),
                         tags=_tags([role_text] if role_text else [], where),
                         importance=2,
                         timestamp=_time(_text_of(created_at, where, "created_at"), where, "created_at"),
@@ -740,7 +769,9 @@ def _resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 user_key=user_key, imported_episode_id__in=chunk
             ).values_list("episode_id", "imported_episode_id"):
                 existing.setdefault(imported, episode_id)
-            for episode_id in operations.episodes_by_ids(Q(user_key=user_key), chunk).values_list("episode_id", flat=True):
+            for episode_id in operations.episodes_by_ids(Q(user_key=user_key), chunk).values_list(
+                "episode_id", flat=True
+            ):
                 existing.setdefault(episode_id, episode_id)
         new_ids: dict[str, str] = dict(existing)
         taken: set[str] = set()
@@ -751,7 +782,13 @@ def _resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 )
                 continue
             if episode.old_id and episode.old_id in taken:
-                report._conflict(episode.keys, "duplicate", episode.where, "the same id appears earlier in the file; skipped", episode.old_id)
+                report._conflict(
+                    episode.keys,
+                    "duplicate",
+                    episode.where,
+                    "the same id appears earlier in the file; skipped",
+                    episode.old_id,
+                )
                 continue
             episode.new_id = operations.new_episode_id()
             if episode.old_id:
@@ -821,8 +858,14 @@ def _write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor
                 progress("writing", min(start + WRITE_BATCH, len(kept)), len(kept))
         for profile in plan.profiles:
             operations.save_profile(
-                profile.keys, actor, profile.type, profile.sender_id, profile.data, "import",
-                f"{profile.type} profile imported ({report.format})", updated_at=profile.updated_at,
+                profile.keys,
+                actor,
+                profile.type,
+                profile.sender_id,
+                profile.data,
+                "import",
+                f"{profile.type} profile imported ({report.format})",
+                updated_at=profile.updated_at,
             )
         # The chain's head before the counters, in the order remember/archive/delete take them
         # (the other way round, an import and a remember deadlock on PostgreSQL).
@@ -917,7 +960,9 @@ def import_file(
         parse_jw_agents(path, plan, facts_target, fernet_key, progress)
     else:
         if not session_name:
-            raise ImportFileError("bot-memory facts go into one session: give the target session name", field="session_name")
+            raise ImportFileError(
+                "bot-memory facts go into one session: give the target session name", field="session_name"
+            )
         parse_bot_memory(path, plan, facts_target, bot_uuid, session_name, include_messages, progress)
     if progress:
         progress("reading", len(plan.episodes), len(plan.episodes))
@@ -954,7 +999,9 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
             for chunk in uploaded_file.chunks():
                 written += len(chunk)
                 if written > limit:
-                    raise ImportFileError(f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)")
+                    raise ImportFileError(
+                        f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)"
+                    )
                 out.write(chunk)
         kwargs.setdefault("file_name", shown)
         return import_file(temp_path, fmt, **kwargs)

@@ -159,9 +159,7 @@ class Profile(SealedPayload):
     updated_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["scope_key", "type", "sender_id"], name="profile_unique_owner")
-        ]
+        constraints = [models.UniqueConstraint(fields=["scope_key", "type", "sender_id"], name="profile_unique_owner")]
         indexes = [models.Index(fields=["sender_id"], name="profile_sender")]
 
     def __str__(self) -> str:

@@ -609,10 +609,7 @@ def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: list[str], status: s
     episode_ids = _episode_ids(episode_ids)
     changed = []
     with transaction.atomic():
-        rows = {
-            e.episode_id: e
-            for e in episodes_by_ids(Q(user_key=keys.user_key), episode_ids).select_for_update()
-        }
+        rows = {e.episode_id: e for e in episodes_by_ids(Q(user_key=keys.user_key), episode_ids).select_for_update()}
         missing = [i for i in episode_ids if i not in rows]
         if missing:
             raise NotFound("no such episode in this scope")
@@ -802,7 +799,10 @@ def update_profile(
     if notes is not None:
         notes = _text(notes, "notes", MAX_NOTES)
     add_traits, remove_traits = _items(add_traits, "traits"), _items(remove_traits, "traits")
-    add_preferences, remove_preferences = _items(add_preferences, "preferences"), _items(remove_preferences, "preferences")
+    add_preferences, remove_preferences = (
+        _items(add_preferences, "preferences"),
+        _items(remove_preferences, "preferences"),
+    )
     with transaction.atomic():
         scope = register_scope(keys)
         if scope.pk is not None:
@@ -819,7 +819,9 @@ def update_profile(
             ),
             "notes": current.get("notes", "") if notes is None else notes,
         }
-        return save_profile(keys, actor, profile_type, sender_id, data, "profile_update", f"{profile_type} profile updated")
+        return save_profile(
+            keys, actor, profile_type, sender_id, data, "profile_update", f"{profile_type} profile updated"
+        )
 
 
 def replace_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, data: dict[str, Any]) -> Profile:
@@ -829,7 +831,9 @@ def replace_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id:
     clean = validate_profile_data(data)
     with transaction.atomic():
         register_scope(keys)
-        return save_profile(keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited")
+        return save_profile(
+            keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited"
+        )
 
 
 def validate_profile_data(data: Any) -> dict[str, Any]:
@@ -858,7 +862,13 @@ def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id
         if old is None:
             raise NotFound("no such profile version")
         return save_profile(
-            keys, actor, profile_type, sender_id, old.payload, "profile_rollback", f"{profile_type} profile rolled back to v{version}"
+            keys,
+            actor,
+            profile_type,
+            sender_id,
+            old.payload,
+            "profile_rollback",
+            f"{profile_type} profile rolled back to v{version}",
         )
 
 
@@ -990,4 +1000,3 @@ def iter_in_batches(queryset, batch: int = 1000) -> Iterable[Any]:
             return
         yield from rows
         last = rows[-1].pk
-

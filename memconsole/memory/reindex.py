@@ -216,9 +216,7 @@ def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport
     collection_keys = {
         uk for name, uk in collections.items() if uk and not uk.startswith(skip) and name not in leftovers
     }
-    episode_keys = set(
-        Episode.objects.exclude(user_key__startswith=skip).values_list("user_key", flat=True).distinct()
-    )
+    episode_keys = set(Episode.objects.exclude(user_key__startswith=skip).values_list("user_key", flat=True).distinct())
     user_keys = sorted(collection_keys | episode_keys)
     report.scopes = len(user_keys)
 
@@ -322,7 +320,9 @@ def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, don
     for batch in _batches(plan.orphans, DELETE_BATCH):
         alive = set(ops.episodes_by_ids(Q(user_key=user_key), batch).values_list("episode_id", flat=True))
         doomed = [episode_id for episode_id in batch if episode_id not in alive]
-        if doomed and _guard(report, f"deleting {len(doomed)} orphan vectors of {user_key}", vectors.delete, user_key, doomed):
+        if doomed and _guard(
+            report, f"deleting {len(doomed)} orphan vectors of {user_key}", vectors.delete, user_key, doomed
+        ):
             report.orphans_deleted += len(doomed)
         done += len(batch)
         notify("repair", done, total)

@@ -42,7 +42,9 @@ def _printable(value: str) -> bool:
     return value.isprintable()
 
 
-def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str | None = ISOLATION_SESSION) -> ScopeKeys:
+def derive_scope(
+    bot_uuid: str | None, session_name: str | None, isolation: str | None = ISOLATION_SESSION
+) -> ScopeKeys:
     """Derive session_key (scope_key) and user_key from bot, session and isolation mode.
 
     Raises `ValidationError` for an empty or malformed session name, bot UUID or isolation.
@@ -68,7 +70,9 @@ def derive_scope(bot_uuid: str | None, session_name: str | None, isolation: str 
         raise ValidationError("isolation must be 'session' or 'bot'", field="isolation")
     # Keys are plain strings, so refuse the few inputs whose keys would equal another scope's.
     if bot_uuid == RESERVED_BOT_UUID:
-        raise ValidationError(f"bot_uuid {RESERVED_BOT_UUID!r} is reserved (bot-isolation keys start with 'bot:')", field="bot_uuid")
+        raise ValidationError(
+            f"bot_uuid {RESERVED_BOT_UUID!r} is reserved (bot-isolation keys start with 'bot:')", field="bot_uuid"
+        )
     if bot_uuid.lower() == HEALTH_PROBE_BOT_UUID and not _registration_suspended.get():
         # Case-insensitive: SQLite's LIKE, behind the probe's startswith sweeps, ignores ASCII case.
         raise ValidationError(f"bot_uuid {HEALTH_PROBE_BOT_UUID!r} is reserved for the health check", field="bot_uuid")

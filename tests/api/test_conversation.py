@@ -40,7 +40,9 @@ def test_it_plays_a_conversation_through_the_client(bot):
     hiking.update_profile("speaker", "u1", name="Alice", add_traits=["early riser"], add_preferences=["window seats"])
     paris = hiking.remember("Alice lives in Paris", tags=["home"], importance=3, **ALICE)
     assert paris["status"] == "active" and paris["superseded"] == []
-    hiking.remember("Bob is allergic to peanuts, never pack peanut snacks for him", tags=["health"], importance=5, **BOB)
+    hiking.remember(
+        "Bob is allergic to peanuts, never pack peanut snacks for him", tags=["health"], importance=5, **BOB
+    )
 
     hits = hiking.recall("Where does Alice live?", top_k=1)
     assert contents(hits) == ["Alice lives in Paris"]

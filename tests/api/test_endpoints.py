@@ -25,7 +25,12 @@ def remember(api, content, **fields):
 def test_it_remembers_an_episode_and_registers_the_scope(api, token_a):
     stamp = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
     body = remember(
-        api, "Alice lives in Paris", tags=["fact"], importance=4, sender_id="u1", sender_name="Alice",
+        api,
+        "Alice lives in Paris",
+        tags=["fact"],
+        importance=4,
+        sender_id="u1",
+        sender_name="Alice",
         timestamp="2025-03-01T17:30:00+08:00",
     )
     assert body["status"] == "active" and body["superseded"] == []
@@ -110,16 +115,26 @@ def test_it_reads_an_empty_profile_before_any_change(api):
     response = api.get("profile", {**SCOPE_A, "type": "speaker", "sender_id": "u9"})
     assert response.status_code == 200
     assert response.json() == {
-        "type": "speaker", "sender_id": "u9", "name": "", "traits": [], "preferences": [], "notes": "",
-        "version": 0, "updated_at": None,
+        "type": "speaker",
+        "sender_id": "u9",
+        "name": "",
+        "traits": [],
+        "preferences": [],
+        "notes": "",
+        "version": 0,
+        "updated_at": None,
     }
     assert api.get("profile", SCOPE_A).json()["type"] == "session"
 
 
 def test_it_updates_profiles_and_reads_them_back(api):
     body = {
-        **SCOPE_A, "type": "speaker", "sender_id": "u1", "set": {"name": "Alice", "notes": "moved in 2024"},
-        "add_traits": ["curious", "kind"], "add_preferences": ["green tea"],
+        **SCOPE_A,
+        "type": "speaker",
+        "sender_id": "u1",
+        "set": {"name": "Alice", "notes": "moved in 2024"},
+        "add_traits": ["curious", "kind"],
+        "add_preferences": ["green tea"],
     }
     response = api.post("profile", body)
     assert response.status_code == 200, response.content
@@ -149,10 +164,20 @@ def test_it_forgets_an_episode(api):
 
 def test_it_injects_context_and_records_a_snapshot(api):
     api.post("profile", {**SCOPE_A, "set": {"notes": "a hiking club"}})
-    api.post("profile", {**SCOPE_A, "type": "speaker", "sender_id": "u1", "set": {"name": "Alice"}, "add_traits": ["vegetarian"]})
+    api.post(
+        "profile",
+        {**SCOPE_A, "type": "speaker", "sender_id": "u1", "set": {"name": "Alice"}, "add_traits": ["vegetarian"]},
+    )
     remember(api, "Alice does not eat meat", sender_id="u1", sender_name="Alice")
     response = api.post(
-        "inject", {**SCOPE_A, "query": "what should we cook for Alice", "query_id": "q-1", "sender_id": "u1", "sender_name": "Alice"}
+        "inject",
+        {
+            **SCOPE_A,
+            "query": "what should we cook for Alice",
+            "query_id": "q-1",
+            "sender_id": "u1",
+            "sender_name": "Alice",
+        },
     )
     assert response.status_code == 200, response.content
     body = response.json()
@@ -182,9 +207,9 @@ def test_it_uses_bot_isolation_across_sessions(api):
     api.post("remember", {**first, "content": "The bot's owner is Dana"})
     hits = api.post("recall", {**second, "query": "who owns the bot"}).json()["episodes"]
     assert [h["content"] for h in hits] == ["The bot's owner is Dana"]
-    assert api.post("recall", {"bot_uuid": "bot-a", "session_name": "person_7", "query": "who owns the bot"}).json() == {
-        "episodes": []
-    }
+    assert api.post(
+        "recall", {"bot_uuid": "bot-a", "session_name": "person_7", "query": "who owns the bot"}
+    ).json() == {"episodes": []}
 
 
 def test_it_tells_the_bot_whether_the_episode_was_indexed(api, token_a):

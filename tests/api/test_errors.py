@@ -90,8 +90,12 @@ def test_it_answers_400_for_unknown_fields(api, unchanged):
 
 def test_it_answers_400_for_a_content_length_that_is_not_a_number(api, unchanged):
     response = api.client.generic(
-        "POST", "/api/v1/remember", b"", content_type="application/json",
-        headers={"Authorization": f"Bearer {api.secret}"}, CONTENT_LENGTH="abc",
+        "POST",
+        "/api/v1/remember",
+        b"",
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {api.secret}"},
+        CONTENT_LENGTH="abc",
     )
     error_of(response, 400, "bad_request")
 
@@ -170,8 +174,12 @@ def test_it_answers_413_for_a_body_over_the_limit(api, settings):
     error_of(api.post("remember", {**REMEMBER, "content": "x" * 3000}), 413, "payload_too_large")
     # The declared length alone is enough: the body is never read.
     response = api.client.generic(
-        "POST", "/api/v1/remember", b"", content_type="application/json",
-        headers={"Authorization": f"Bearer {api.secret}"}, CONTENT_LENGTH=str(10**9),
+        "POST",
+        "/api/v1/remember",
+        b"",
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {api.secret}"},
+        CONTENT_LENGTH=str(10**9),
     )
     error_of(response, 413, "payload_too_large")
     assert memory_rows() == before
@@ -224,7 +232,9 @@ def test_it_answers_422_for_a_21st_trait_and_keeps_the_profile(api):
     assert api.post("profile", {**speaker, "add_traits": [f"trait {i}" for i in range(20)]}).status_code == 200
     before = memory_rows()
     error_of(api.post("profile", {**speaker, "add_traits": ["one too many"]}), 422, "invalid", "traits")
-    error_of(api.post("profile", {**speaker, "add_preferences": [f"p{i}" for i in range(11)]}), 422, "invalid", "preferences")
+    error_of(
+        api.post("profile", {**speaker, "add_preferences": [f"p{i}" for i in range(11)]}), 422, "invalid", "preferences"
+    )
     error_of(api.post("profile", {**speaker, "set": {"notes": "n" * 2001}}), 422, "invalid", "notes")
     error_of(api.post("profile", {**speaker, "add_traits": [""]}), 422, "invalid", "traits")
     assert memory_rows() == before

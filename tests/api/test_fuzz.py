@@ -28,17 +28,28 @@ json_values = st.recursive(
 timestamps = st.one_of(
     st.datetimes(timezones=st.sampled_from([UTC, None])).map(lambda d: d.isoformat()),
     st.sampled_from(
-        ["2025-01-01T00:00:00Z", "2025-01-01T00:00", "0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "2025-13-01T00:00Z", "soon"]
+        [
+            "2025-01-01T00:00:00Z",
+            "2025-01-01T00:00",
+            "0001-01-01T00:00:00+05:00",
+            "9999-12-31T23:59:59-05:00",
+            "2025-13-01T00:00Z",
+            "soon",
+        ]
     ),
 )
-texts = st.text(max_size=40) | st.sampled_from(["", "   ", "Alice lives in Paris", "我喜欢喝绿茶", "x" * 9000, "a\x00b"])
+texts = st.text(max_size=40) | st.sampled_from(
+    ["", "   ", "Alice lives in Paris", "我喜欢喝绿茶", "x" * 9000, "a\x00b"]
+)
 string_lists = st.lists(texts | st.sampled_from(["correction", "fact-update", "a,b"]), max_size=22)
 
 
 def value_for(kind: str) -> st.SearchStrategy:
     typed = {
         "string": texts,
-        "integer": st.integers(min_value=-2, max_value=60) | st.integers() | st.floats(allow_nan=False, allow_infinity=False),
+        "integer": st.integers(min_value=-2, max_value=60)
+        | st.integers()
+        | st.floats(allow_nan=False, allow_infinity=False),
         "strings": string_lists,
         "datetime": timestamps,
         "object": st.fixed_dictionaries({}, optional={"name": texts, "notes": texts, "other": json_values}),
@@ -100,7 +111,9 @@ def near_valid(endpoint: tuple[str, str]) -> st.SearchStrategy:
 
 def body_for(endpoint: tuple[str, str]) -> st.SearchStrategy:
     as_json = near_valid(endpoint).map(lambda body: json.dumps(body, ensure_ascii=False))
-    return st.one_of(as_json, as_json, as_json, json_values.map(json.dumps), st.binary(max_size=60), st.text(max_size=60))
+    return st.one_of(
+        as_json, as_json, as_json, json_values.map(json.dumps), st.binary(max_size=60), st.text(max_size=60)
+    )
 
 
 def test_it_finds_no_5xx_and_no_response_off_the_schema(api, settings):
@@ -132,7 +145,9 @@ def test_it_finds_no_5xx_and_no_response_off_the_schema(api, settings):
     assert verify_audit_chain().ok
 
 
-@hypothesis_settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@hypothesis_settings(
+    max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     method=st.sampled_from(["get", "post", "put", "patch", "delete", "options"]),
     path=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789/._-%", max_size=20),

@@ -64,7 +64,10 @@ def test_it_validates_real_responses_of_every_endpoint(api):
     recalled = api.post("recall", {**SCOPE_A, "query": "Alice"}).json()["episodes"]
     assert recalled and recalled[0]["episode_id"] == stored.json()["episode_id"]
     assert api.get("profile", SCOPE_A).status_code == 200
-    assert api.post("profile", {**SCOPE_A, "type": "speaker", "sender_id": "u1", "add_traits": ["kind"]}).status_code == 200
+    assert (
+        api.post("profile", {**SCOPE_A, "type": "speaker", "sender_id": "u1", "add_traits": ["kind"]}).status_code
+        == 200
+    )
     assert api.post("inject", {**SCOPE_A, "query": "Alice", "sender_id": "u1"}).status_code == 200
     assert api.post("forget", {**SCOPE_A, "episode_id": stored.json()["episode_id"]}).status_code == 200
     for status, call in (

@@ -89,7 +89,9 @@ def test_it_rejects_bot_uuids_that_could_alias_another_scope(api, bot_b_memory):
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    session_name=st.one_of(st.sampled_from(["group_100", "bot-b:group_100", "bot:bot-b", "global"]), st.text(min_size=1, max_size=20)),
+    session_name=st.one_of(
+        st.sampled_from(["group_100", "bot-b:group_100", "bot:bot-b", "global"]), st.text(min_size=1, max_size=20)
+    ),
     isolation=st.sampled_from(ISOLATIONS),
     query=st.one_of(st.just("vault code 4711"), st.text(min_size=1, max_size=30)),
 )

@@ -47,7 +47,9 @@ def test_it_refuses_tokens_without_valid_bots(bots):
 
 def test_it_creates_a_token_from_the_command_and_prints_it_once():
     out, err = StringIO(), StringIO()
-    call_command("create_bot_token", "langbot", "--bot", "bot-a", "--bot", "bot-b", "--bot", "bot-a", stdout=out, stderr=err)
+    call_command(
+        "create_bot_token", "langbot", "--bot", "bot-a", "--bot", "bot-b", "--bot", "bot-a", stdout=out, stderr=err
+    )
     secret = out.getvalue().strip()
     row = BotToken.objects.get()
     assert (row.name, row.bot_uuids) == ("langbot", ["bot-a", "bot-b"])

@@ -104,9 +104,7 @@ def playwright_instance() -> Iterator[Any]:
 @pytest.fixture(scope="module")
 def browser(playwright_instance: Any) -> Iterator[Any]:
     try:
-        chromium = playwright_instance.chromium.launch(
-            executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS
-        )
+        chromium = playwright_instance.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS)
     except Exception as exc:  # a broken install: say so rather than erroring in every test
         _skip_or_fail(f"Chromium at {CHROMIUM} does not start: {exc}")
     yield chromium
@@ -219,29 +217,54 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
     ids: list[str] = []
     speakers = [("u1", "Alice"), ("u2", "Bob")]
     trip = ops.remember(
-        keys, system, "I am planning a trip to Beijing next month", tags=["travel"], importance=4,
-        sender_id="u1", sender_name="Alice", timestamp=start,
+        keys,
+        system,
+        "I am planning a trip to Beijing next month",
+        tags=["travel"],
+        importance=4,
+        sender_id="u1",
+        sender_name="Alice",
+        timestamp=start,
     ).episode
     ids.append(trip.episode_id)
     xss = ops.remember(
-        keys, system, f"Alice pasted this markup: {XSS}", tags=["markup"], sender_id="u1", sender_name="Alice",
+        keys,
+        system,
+        f"Alice pasted this markup: {XSS}",
+        tags=["markup"],
+        sender_id="u1",
+        sender_name="Alice",
         timestamp=start + timedelta(hours=1),
     ).episode
     ids.append(xss.episode_id)
     for n in range(EPISODE_COUNT - 2):
         sender_id, sender_name = speakers[n % 2]
         made = ops.remember(
-            keys, system, f"Note {n:02d}: {sender_name} mentioned topic number {n} in the group chat",
-            tags=["note"], sender_id=sender_id, sender_name=sender_name, timestamp=start + timedelta(hours=2 + n),
+            keys,
+            system,
+            f"Note {n:02d}: {sender_name} mentioned topic number {n} in the group chat",
+            tags=["note"],
+            sender_id=sender_id,
+            sender_name=sender_name,
+            timestamp=start + timedelta(hours=2 + n),
         ).episode
         ids.append(made.episode_id)
     ops.update_profile(
-        keys, system, "session", name="Travel club", add_traits=["friendly"], add_preferences=["short answers"],
+        keys,
+        system,
+        "session",
+        name="Travel club",
+        add_traits=["friendly"],
+        add_preferences=["short answers"],
         notes="A group planning trips together.",
     )
     ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious"])
-    ops.record_injection(keys, system, "when is the trip to Beijing?", query_id="q-1", sender_id="u1", sender_name="Alice")
-    ops.record_injection(keys, system, "what markup did Alice paste?", query_id="q-2", sender_id="u1", sender_name="Alice")
+    ops.record_injection(
+        keys, system, "when is the trip to Beijing?", query_id="q-1", sender_id="u1", sender_name="Alice"
+    )
+    ops.record_injection(
+        keys, system, "what markup did Alice paste?", query_id="q-2", sender_id="u1", sender_name="Alice"
+    )
     ops.remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
     scope = Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
     other = Scope.objects.get(scope_key=other_keys.scope_key, isolation=other_keys.isolation)

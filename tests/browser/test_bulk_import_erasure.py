@@ -20,7 +20,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 expect = playwright_expect()
 
 
-
 def langbot_file(folder: Path) -> Path:
     """A small LangBot LongTermMemory export: two episodes of one chat and its session profile."""
     document = {
@@ -32,18 +31,31 @@ def langbot_file(folder: Path) -> Path:
         "statuses": ["active"],
         "episodes": [
             {
-                "id": "lb-1", "content": "Mei brews oolong tea every Sunday", "tags": "tea,habit", "importance": "3",
-                "timestamp": "2024-04-01T09:30:00Z", "sender_id": "m1", "sender_name": "Mei", "status": "active",
+                "id": "lb-1",
+                "content": "Mei brews oolong tea every Sunday",
+                "tags": "tea,habit",
+                "importance": "3",
+                "timestamp": "2024-04-01T09:30:00Z",
+                "sender_id": "m1",
+                "sender_name": "Mei",
+                "status": "active",
             },
             {
-                "id": "lb-2", "content": "Mei is learning to make matcha", "tags": ["tea"], "importance": 4,
-                "timestamp": "2024-04-02T10:00:00Z", "sender_id": "m1", "sender_name": "Mei", "status": "active",
+                "id": "lb-2",
+                "content": "Mei is learning to make matcha",
+                "tags": ["tea"],
+                "importance": 4,
+                "timestamp": "2024-04-02T10:00:00Z",
+                "sender_id": "m1",
+                "sender_name": "Mei",
+                "status": "active",
             },
         ],
         "count": 2,
         "profiles": [
             {
-                "type": "session", "scope_key": "old-bot:group_tea",
+                "type": "session",
+                "scope_key": "old-bot:group_tea",
                 "profile": {"name": "Tea club", "traits": ["calm"], "preferences": [], "notes": ""},
             }
         ],
@@ -95,7 +107,9 @@ def test_it_previews_the_count_and_archives_the_selected_episodes_in_bulk(
 
 
 @pytest.mark.browser
-def test_it_imports_a_langbot_file_after_a_dry_run(console: Console, seeded: Seeded, admin_user, tmp_path: Path) -> None:
+def test_it_imports_a_langbot_file_after_a_dry_run(
+    console: Console, seeded: Seeded, admin_user, tmp_path: Path
+) -> None:
     page = console.page
     upload = langbot_file(tmp_path)
     console.log_in("admin")
@@ -127,7 +141,10 @@ def test_it_imports_a_langbot_file_after_a_dry_run(console: Console, seeded: See
     assert set(imported.values_list("imported_episode_id", flat=True)) == {"lb-1", "lb-2"}
     assert Profile.objects.filter(scope_key="bot-a:tea_room", type="session").exists()
     entries = AuditEntry.objects.filter(operation="import", scope_key="bot-a:tea_room")
-    assert sorted(entries.values_list("target_type", flat=True)) == ["scope", "session_profile"]  # the profile audited too
+    assert sorted(entries.values_list("target_type", flat=True)) == [
+        "scope",
+        "session_profile",
+    ]  # the profile audited too
 
     report.get_by_role("link", name="Open tea_room").click()
     expect(page.get_by_role("heading", name="tea_room", level=1)).to_be_visible()
@@ -139,7 +156,9 @@ def test_it_imports_a_langbot_file_after_a_dry_run(console: Console, seeded: See
 
 
 @pytest.mark.browser
-def test_it_erases_a_speaker_after_counting_and_typing_the_id_again(console: Console, seeded: Seeded, admin_user) -> None:
+def test_it_erases_a_speaker_after_counting_and_typing_the_id_again(
+    console: Console, seeded: Seeded, admin_user
+) -> None:
     page = console.page
     dialogs = accept_dialogs(console)
     bob = Episode.objects.filter(user_key=seeded.keys.user_key, sender_id="u2").count()

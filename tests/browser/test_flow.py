@@ -47,9 +47,10 @@ def episodes_path(seeded: Seeded) -> str:
 
 
 def row_ids(console: Console) -> list[str]:
-    return [row_id.removeprefix("episode-") for row_id in console.page.locator("tr.episode-row").evaluate_all(
-        "rows => rows.map(r => r.id)"
-    )]
+    return [
+        row_id.removeprefix("episode-")
+        for row_id in console.page.locator("tr.episode-row").evaluate_all("rows => rows.map(r => r.id)")
+    ]
 
 
 @pytest.mark.browser
@@ -252,7 +253,9 @@ def test_it_edits_a_profile_and_rolls_it_back(console: Console, seeded: Seeded, 
 
 
 @pytest.mark.browser
-def test_it_shows_the_injection_history_and_downloads_the_export(console: Console, seeded: Seeded, admin_user, tmp_path: Path) -> None:
+def test_it_shows_the_injection_history_and_downloads_the_export(
+    console: Console, seeded: Seeded, admin_user, tmp_path: Path
+) -> None:
     page = console.page
     console.log_in("admin")
     console.goto(episodes_path(seeded))
@@ -326,9 +329,14 @@ def test_it_switches_to_chinese_and_to_the_dark_theme(new_console, seeded: Seede
     expect(html).to_have_attribute("lang", "zh-hans")
     expect(html).to_have_attribute("data-theme", "dark")  # remembered across pages
     with translation.override("zh-hans"):
-        names = {word: translation.gettext(word) for word in ("Profiles", "Episodes", "Injection", "Audit", "Export", "Log out", "Search")}
+        names = {
+            word: translation.gettext(word)
+            for word in ("Profiles", "Episodes", "Injection", "Audit", "Export", "Log out", "Search")
+        }
     assert all(re.search(r"[\u4e00-\u9fff]", name) for name in names.values()), names
-    tabs = page.get_by_role("navigation", name=re.compile(".+")).filter(has=page.get_by_role("link", name=names["Audit"]))
+    tabs = page.get_by_role("navigation", name=re.compile(".+")).filter(
+        has=page.get_by_role("link", name=names["Audit"])
+    )
     for word in ("Profiles", "Episodes", "Injection", "Audit", "Export"):
         expect(tabs.get_by_role("link", name=names[word], exact=True)).to_be_visible()
     expect(page.get_by_role("button", name=names["Search"], exact=True)).to_be_visible()

@@ -40,7 +40,6 @@ def tab_until(console: Console, predicate: str, *, shift: bool = False) -> list[
     raise AssertionError(f"never reached the element with Tab; stops: {stops}")
 
 
-
 def focus_ring(console: Console) -> dict[str, str]:
     return console.page.evaluate(
         """() => { const s = getComputedStyle(document.activeElement);

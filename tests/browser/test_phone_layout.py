@@ -62,7 +62,9 @@ def table_roles(console: Console) -> dict[str, int]:
 
 
 @pytest.mark.browser
-def test_it_shows_wide_tables_as_cards_on_a_phone_with_every_action_on_screen(new_console, seeded: Seeded, admin_user) -> None:
+def test_it_shows_wide_tables_as_cards_on_a_phone_with_every_action_on_screen(
+    new_console, seeded: Seeded, admin_user
+) -> None:
     console = new_console(viewport=PHONE)
     page = console.page
     console.log_in("admin")
@@ -220,15 +222,32 @@ def test_it_puts_no_space_after_a_chinese_full_stop(new_console, seeded: Seeded,
     chinese(console)
     scope, other = f"/scopes/{seeded.scope.pk}", f"/scopes/{seeded.other_scope.pk}"
     pages = [
-        "/", "/?q=nothing-like-this", f"{scope}/episodes/", f"{scope}/episodes/?status=archived",
-        f"{scope}/episodes/?status=all&cursor=a1", f"{scope}/episodes/?tag=none", f"{scope}/episodes/?q=trip",
-        f"{scope}/episodes/{seeded.trip_id}/", f"{scope}/profiles/", f"{other}/profiles/", f"{other}/profiles/session/",
-        f"{scope}/injection/", f"{scope}/injection/?cursor=a1", f"{scope}/audit/", f"{scope}/audit/?cursor=a1",
-        f"{scope}/export/", "/diagnostics/", "/import/", "/erasure/",
+        "/",
+        "/?q=nothing-like-this",
+        f"{scope}/episodes/",
+        f"{scope}/episodes/?status=archived",
+        f"{scope}/episodes/?status=all&cursor=a1",
+        f"{scope}/episodes/?tag=none",
+        f"{scope}/episodes/?q=trip",
+        f"{scope}/episodes/{seeded.trip_id}/",
+        f"{scope}/profiles/",
+        f"{other}/profiles/",
+        f"{other}/profiles/session/",
+        f"{scope}/injection/",
+        f"{scope}/injection/?cursor=a1",
+        f"{scope}/audit/",
+        f"{scope}/audit/?cursor=a1",
+        f"{scope}/export/",
+        "/diagnostics/",
+        "/import/",
+        "/erasure/",
     ]
     stray = []
     for path in pages:
         console.goto(path)
         text = page.evaluate("document.body.innerText")
-        stray += [f"{path}: …{text[max(0, m.start() - 20):m.end() + 10]!r}" for m in re.finditer(r"[。！？，；：][ \t\u00a0]+\S", text)]
+        stray += [
+            f"{path}: …{text[max(0, m.start() - 20) : m.end() + 10]!r}"
+            for m in re.finditer(r"[。！？，；：][ \t\u00a0]+\S", text)
+        ]
     assert not stray, "\n".join(stray)

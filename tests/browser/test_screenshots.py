@@ -60,7 +60,9 @@ def test_it_takes_a_screenshot_of_every_screen(new_console, seeded: Seeded, admi
                 problems.append(f"{name} ({scheme}): background luminance {background:.2f}")
             scroll_width = page.evaluate("() => document.documentElement.scrollWidth")
             if scroll_width > viewport["width"] + 1:
-                problems.append(f"{name} ({scheme}): the page is {scroll_width}px wide on a {viewport['width']}px screen")
+                problems.append(
+                    f"{name} ({scheme}): the page is {scroll_width}px wide on a {viewport['width']}px screen"
+                )
             console.screenshot(f"{name}-{width}-{scheme}")
     # Spanish has the longest words: the pages must still fit.
     page.get_by_role("button", name="Change language").wait_for()

@@ -135,7 +135,9 @@ def test_it_serves_chinese_and_spanish_from_the_catalogs() -> None:
 
 
 TEMPLATE_TRANSLATE = re.compile(r"""{%\s*(?:translate|trans)\s+("(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')""")
-PYTHON_GETTEXT = re.compile(r"""\b(?:_|gettext|gettext_lazy|pgettext_lazy)\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\s*\)""")
+PYTHON_GETTEXT = re.compile(
+    r"""\b(?:_|gettext|gettext_lazy|pgettext_lazy)\(\s*("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*')\s*\)"""
+)
 
 
 def source_messages() -> set[str]:

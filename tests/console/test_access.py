@@ -52,7 +52,9 @@ def global_urls(url):
     ]
 
 
-def test_it_redirects_anonymous_users_to_the_login_page_from_every_console_url(client, url, scope, scope_with_episodes, snapshot):
+def test_it_redirects_anonymous_users_to_the_login_page_from_every_console_url(
+    client, url, scope, scope_with_episodes, snapshot
+):
     urls = console_urls(url, scope, scope_with_episodes[0].episode_id, snapshot.snapshot_id) + global_urls(url)
     for method, address in urls:
         response = getattr(client, method)(address)
@@ -60,7 +62,9 @@ def test_it_redirects_anonymous_users_to_the_login_page_from_every_console_url(c
         assert response["Location"].startswith("/accounts/login/?next="), address
 
 
-def test_it_answers_405_to_the_wrong_method_on_every_console_url(admin_client_, url, scope, scope_with_episodes, snapshot):
+def test_it_answers_405_to_the_wrong_method_on_every_console_url(
+    admin_client_, url, scope, scope_with_episodes, snapshot
+):
     urls = console_urls(url, scope, scope_with_episodes[0].episode_id, snapshot.snapshot_id) + global_urls(url)
     for method, address in urls:
         if address == url("import"):
@@ -70,7 +74,9 @@ def test_it_answers_405_to_the_wrong_method_on_every_console_url(admin_client_, 
     assert admin_client_.put(url("import")).status_code == 405
 
 
-def test_it_answers_404_for_a_scope_outside_the_users_grants_on_every_url(granted_client, url, scope, scope_with_episodes, snapshot):
+def test_it_answers_404_for_a_scope_outside_the_users_grants_on_every_url(
+    granted_client, url, scope, scope_with_episodes, snapshot
+):
     for method, address in console_urls(url, scope, scope_with_episodes[0].episode_id, snapshot.snapshot_id):
         assert getattr(granted_client, method)(address).status_code == 404, address
 
@@ -80,7 +86,9 @@ def test_it_answers_404_for_a_scope_that_does_not_exist(admin_client_, url):
     assert admin_client_.post(url("episode_archive", 999999, "0123456789ab")).status_code == 404
 
 
-def test_it_answers_404_for_another_scopes_episode_and_snapshot(admin_client_, url, scope, other_scope, other_keys, system):
+def test_it_answers_404_for_another_scopes_episode_and_snapshot(
+    admin_client_, url, scope, other_scope, other_keys, system
+):
     foreign = ops.list_episodes(other_keys).episodes[0]
     foreign_snapshot = ops.record_injection(other_keys, system, "blue door").snapshot
     for method, address in [
@@ -90,7 +98,9 @@ def test_it_answers_404_for_another_scopes_episode_and_snapshot(admin_client_, u
         ("post", url("episode_delete", scope.pk, foreign.episode_id)),
         ("get", url("injection_detail", scope.pk, foreign_snapshot.snapshot_id)),
     ]:
-        assert getattr(admin_client_, method)(address, {"confirmed": "1"} if method == "post" else None).status_code == 404, address
+        assert (
+            getattr(admin_client_, method)(address, {"confirmed": "1"} if method == "post" else None).status_code == 404
+        ), address
     foreign.refresh_from_db()
     assert foreign.status == "active"
 

@@ -44,7 +44,10 @@ def test_it_locks_an_account_out_after_repeated_failures(client, viewer, setting
 
 def test_it_logs_out_with_a_post_button(viewer_client):
     page = viewer_client.get("/").content.decode()
-    assert re.search(r'action="/accounts/logout/">\s*<input type="hidden" name="csrfmiddlewaretoken"[^>]*>\s*<button type="submit" class="secondary">Log out</button>', page)
+    assert re.search(
+        r'action="/accounts/logout/">\s*<input type="hidden" name="csrfmiddlewaretoken"[^>]*>\s*<button type="submit" class="secondary">Log out</button>',
+        page,
+    )
     response = viewer_client.post("/accounts/logout/")
     assert response.status_code == 302
     assert viewer_client.get("/").status_code == 302

@@ -35,11 +35,14 @@ def test_it_lists_the_active_episodes_newest_first_by_default(viewer_client, url
     assert '<span class="pill pill-active">Active</span>' in page
 
 
-@pytest.mark.parametrize(("status", "shown", "hidden"), [
-    ("archived", "The team meeting moved", "trip to Beijing"),
-    ("all", "The team meeting moved", None),
-    ("superseded", None, "trip to Beijing"),
-])
+@pytest.mark.parametrize(
+    ("status", "shown", "hidden"),
+    [
+        ("archived", "The team meeting moved", "trip to Beijing"),
+        ("all", "The team meeting moved", None),
+        ("superseded", None, "trip to Beijing"),
+    ],
+)
 def test_it_filters_by_status(viewer_client, url, scope, status, shown, hidden):
     page = page_text(viewer_client.get(url("episodes", scope.pk), {"status": status}))
     if shown:
@@ -97,7 +100,9 @@ def test_it_keeps_the_filters_in_the_page_links(viewer_client, url, light_scope,
     assert "tag=bulk" in link and "status=all" in link and "limit=10" in link
 
 
-def test_it_fills_the_speaker_picker_with_this_scopes_speakers_only(viewer_client, granted_client, url, scope, other_scope):
+def test_it_fills_the_speaker_picker_with_this_scopes_speakers_only(
+    viewer_client, granted_client, url, scope, other_scope
+):
     page = page_text(viewer_client.get(url("episodes", scope.pk)))
     picker = re.search(r'<datalist id="speaker-list"[^>]*>', page).group(0)
     options_url = url("speaker_options", scope.pk)
@@ -138,8 +143,12 @@ def test_it_labels_the_controls_with_the_agreed_names(operator_client, admin_cli
     assert ">Next</a>" in page
     page = page_text(admin_client_.get(url("episodes", scope.pk), {"status": "archived"}))
     assert ">Restore</button>" in page
-    second = re.search(r'<a rel="next" href="\?([^"]+)"', page_text(admin_client_.get(url("episodes", scope.pk), {"limit": 10})))
-    assert ">Previous</a>" in page_text(admin_client_.get(url("episodes", scope.pk) + "?" + second.group(1).replace("&amp;", "&")))
+    second = re.search(
+        r'<a rel="next" href="\?([^"]+)"', page_text(admin_client_.get(url("episodes", scope.pk), {"limit": 10}))
+    )
+    assert ">Previous</a>" in page_text(
+        admin_client_.get(url("episodes", scope.pk) + "?" + second.group(1).replace("&amp;", "&"))
+    )
 
 
 def test_it_hides_actions_a_role_cannot_use(viewer_client, operator_client, url, scope):
@@ -152,8 +161,14 @@ def test_it_hides_actions_a_role_cannot_use(viewer_client, operator_client, url,
 @pytest.mark.parametrize("client_name", ["viewer_client", "admin_client_"])
 def test_it_shows_html_in_episode_content_as_text(request, client_name, url, scope, keys, system):
     client = request.getfixturevalue(client_name)
-    ops.remember(keys, system, '<script>alert("x")</script><img src=x onerror=alert(1)>', sender_name="<b>Mallory</b>",
-                 sender_id='u"><i>', tags=["<em>tag</em>"])
+    ops.remember(
+        keys,
+        system,
+        '<script>alert("x")</script><img src=x onerror=alert(1)>',
+        sender_name="<b>Mallory</b>",
+        sender_id='u"><i>',
+        tags=["<em>tag</em>"],
+    )
     for query in ({}, {"q": "alert"}):  # the list and the search results
         page = page_text(client.get(url("episodes", scope.pk), query))
         assert "<script>alert" not in page and "<img src=x" not in page and "<b>Mallory</b>" not in page
@@ -164,7 +179,9 @@ def test_it_shows_html_in_episode_content_as_text(request, client_name, url, sco
 
 def test_it_renders_times_as_utc_time_elements(viewer_client, url, scope):
     page = page_text(viewer_client.get(url("episodes", scope.pk)))
-    assert re.search(r'<time datetime="\d{4}-\d\d-\d\dT[\d:.]+\+00:00" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC">', page)
+    assert re.search(
+        r'<time datetime="\d{4}-\d\d-\d\dT[\d:.]+\+00:00" title="\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC">', page
+    )
 
 
 @pytest.mark.parametrize(
@@ -215,7 +232,7 @@ def test_it_renders_pages_without_counting_or_offsets_and_with_bounded_queries(v
     episodes_url = url("episodes", scope.pk)
     with CaptureQueriesContext(connection) as first:
         page = page_text(viewer_client.get(episodes_url, {"limit": 50}))
-    cursor = re.search(r'cursor=(a\d+)', page).group(1)
+    cursor = re.search(r"cursor=(a\d+)", page).group(1)
     with CaptureQueriesContext(connection) as deeper:
         assert viewer_client.get(episodes_url, {"limit": 50, "cursor": cursor, "status": "all"}).status_code == 200
     for captured in (first, deeper):
@@ -265,7 +282,11 @@ def test_it_archives_a_row_in_place_for_htmx_and_audits_it(operator_client, url,
     assert '<span class="pill pill-archived">Archived</span>' in html and ">Restore</button>" in html
     assert "episodeCountsChanged" in json.loads(response["HX-Trigger"])
     entry = AuditEntry.objects.filter(operation="archive").latest("seq")
-    assert (entry.target_id, entry.actor, entry.payload["after"]) == (episode.episode_id, "user:operator", {"status": "archived"})
+    assert (entry.target_id, entry.actor, entry.payload["after"]) == (
+        episode.episode_id,
+        "user:operator",
+        {"status": "archived"},
+    )
     assert EpisodeCounts.objects.get(user_key=keys.user_key).archived == 2
 
 
@@ -315,7 +336,7 @@ def test_it_carries_the_confirmation_on_the_delete_button(admin_client_, url, sc
     delete_url = url("episode_delete", scope.pk, episode.episode_id)
     button = re.search(rf'<button [^>]*formaction="{delete_url}"[^>]*>', page).group(0)
     assert f'hx-post="{delete_url}"' in button and 'hx-target="closest tr"' in button
-    assert "hx-vals='{\"confirmed\": \"1\"}'" in button
+    assert 'hx-vals=\'{"confirmed": "1"}\'' in button
     assert f'hx-confirm="Delete episode {episode.episode_id} for good? This cannot be undone."' in button
     assert 'form="row-actions"' in button and 'type="submit"' in button
 
@@ -350,7 +371,10 @@ def test_it_enforces_csrf_on_row_actions(operator, url, scope, scope_with_episod
     assert episode.status == "active"
     page = client.get(url("episodes", scope.pk)).content.decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-    assert client.post(url("episode_archive", scope.pk, episode.episode_id), {"csrfmiddlewaretoken": token}).status_code == 302
+    assert (
+        client.post(url("episode_archive", scope.pk, episode.episode_id), {"csrfmiddlewaretoken": token}).status_code
+        == 302
+    )
     episode.refresh_from_db()
     assert episode.status == "archived"
 
@@ -360,13 +384,17 @@ def test_it_enforces_csrf_on_row_actions(operator, url, scope, scope_with_episod
 
 def test_it_previews_a_bulk_action_with_its_count_before_acting(operator_client, url, scope, scope_with_episodes):
     ids = [e.episode_id for e in scope_with_episodes]
-    response = operator_client.post(url("episodes_bulk", scope.pk), {"action": "archive", "episode_ids": ids}, **htmx("bulk-result"))
+    response = operator_client.post(
+        url("episodes_bulk", scope.pk), {"action": "archive", "episode_ids": ids}, **htmx("bulk-result")
+    )
     html = page_text(response)
     assert response.status_code == 200 and "<html" not in html
     assert "You selected 4 episodes; 3 will be archived." in html
     assert Episode.objects.filter(status="archived").count() == 1
     response = operator_client.post(
-        url("episodes_bulk", scope.pk), {"action": "archive", "episode_ids": ids, "confirmed": "1"}, **htmx("bulk-result")
+        url("episodes_bulk", scope.pk),
+        {"action": "archive", "episode_ids": ids, "confirmed": "1"},
+        **htmx("bulk-result"),
     )
     assert "3 episodes archived." in page_text(response) and "episodesChanged" in json.loads(response["HX-Trigger"])
     assert Episode.objects.filter(status="archived").count() == 4
@@ -376,22 +404,30 @@ def test_it_previews_a_bulk_action_with_its_count_before_acting(operator_client,
 def test_it_runs_bulk_actions_without_javascript(admin_client_, url, scope, scope_with_episodes):
     ids = [e.episode_id for e in scope_with_episodes[:2]]
     preview = admin_client_.post(url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids})
-    assert preview.status_code == 200 and b"<html" in preview.content and b"2 will be deleted for good" in preview.content
-    done = admin_client_.post(url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids, "confirmed": "1"})
+    assert (
+        preview.status_code == 200 and b"<html" in preview.content and b"2 will be deleted for good" in preview.content
+    )
+    done = admin_client_.post(
+        url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids, "confirmed": "1"}
+    )
     assert done.status_code == 302
     assert not Episode.objects.filter(episode_id__in=ids).exists()
 
 
 def test_it_refuses_a_bulk_delete_to_an_operator(operator_client, url, scope, scope_with_episodes):
     ids = [scope_with_episodes[0].episode_id]
-    response = operator_client.post(url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids, "confirmed": "1"})
+    response = operator_client.post(
+        url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids, "confirmed": "1"}
+    )
     assert response.status_code == 403
     assert Episode.objects.filter(episode_id__in=ids).exists()
 
 
 def test_it_refuses_a_bulk_action_to_a_viewer(viewer_client, url, scope, scope_with_episodes):
     ids = [scope_with_episodes[0].episode_id]
-    assert viewer_client.post(url("episodes_bulk", scope.pk), {"action": "archive", "episode_ids": ids}).status_code == 403
+    assert (
+        viewer_client.post(url("episodes_bulk", scope.pk), {"action": "archive", "episode_ids": ids}).status_code == 403
+    )
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,9 @@ def test_it_downloads_the_scope_as_json_with_the_chosen_statuses(admin_client_, 
     document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active"]})
     assert document["episodes"]["statuses"] == ["active"] and document["episodes"]["count"] == 3
     assert "audit" not in document
-    document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived"], "include_audit": "on"})
+    document = download(
+        admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived"], "include_audit": "on"}
+    )
     assert document["episodes"]["count"] == 4 and document["audit"]["count"] == len(document["audit"]["entries"])
     assert AuditEntry.objects.filter(operation="export", actor="user:admin").count() == 2
 
@@ -58,12 +60,20 @@ def test_it_enforces_csrf_on_the_export(admin_user, url, light_scope):
 
 @pytest.fixture
 def export_file(admin_client_, url, scope) -> SimpleUploadedFile:
-    document = download(admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived", "superseded"]})
+    document = download(
+        admin_client_, url("export_download", scope.pk), {"statuses": ["active", "archived", "superseded"]}
+    )
     return SimpleUploadedFile("export.json", json.dumps(document).encode(), content_type="application/json")
 
 
 def import_data(upload, **overrides):
-    data = {"file": upload, "format": "memconsole", "bot_uuid": "bot-c", "session_name": "group_300", "isolation": "session"}
+    data = {
+        "file": upload,
+        "format": "memconsole",
+        "bot_uuid": "bot-c",
+        "session_name": "group_300",
+        "isolation": "session",
+    }
     data.update(overrides)
     return data
 
@@ -144,7 +154,9 @@ def test_it_runs_the_health_check_and_shows_cards_with_text_status(operator_clie
     page = viewer_client.get(url("diagnostics"), {"scope": light_scope.pk}).content.decode()
     for check in run.result["checks"]:
         assert f"<h3>{check['id']} " in page
-    assert 'class="badge badge-' in page and ("OK</span>" in page or "Warning</span>" in page or "Failing</span>" in page)
+    assert 'class="badge badge-' in page and (
+        "OK</span>" in page or "Warning</span>" in page or "Failing</span>" in page
+    )
     assert f'href="{url("episodes", light_scope.pk)}"' in page  # back to the scope it was opened from
 
 

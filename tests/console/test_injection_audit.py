@@ -19,7 +19,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def injection(scope, keys, system):
     ops.replace_profile(keys, system, "session", "", {"name": "Travel club", "traits": ["friendly"]})
-    return ops.record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
+    return ops.record_injection(
+        keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice"
+    )
 
 
 def test_it_shows_the_latest_injection_with_the_system_blocks_exactly_as_sent(viewer_client, url, scope, injection):
@@ -44,8 +46,12 @@ def test_it_pages_the_injection_history(viewer_client, url, light_scope, keys, s
 
     for i in range(23):
         InjectionSnapshot.objects.create(
-            snapshot_id=f"{i:032x}", session_name=keys.session_name, scope_key=keys.scope_key, user_key=keys.user_key,
-            isolation=keys.isolation, speaker_id=f"speaker-{i}",
+            snapshot_id=f"{i:032x}",
+            session_name=keys.session_name,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            isolation=keys.isolation,
+            speaker_id=f"speaker-{i}",
         )
     page = viewer_client.get(url("injection", light_scope.pk)).content.decode()
     assert "speaker-22" in page and "speaker-2<" not in page
@@ -81,7 +87,9 @@ def test_it_lists_the_scopes_audit_entries_with_before_and_after(viewer_client, 
     assert "Before and after" in page and "&quot;status&quot;: &quot;archived&quot;" in page
 
 
-def test_it_filters_the_audit_log_by_operation_and_actor(viewer_client, operator_client, url, scope, scope_with_episodes):
+def test_it_filters_the_audit_log_by_operation_and_actor(
+    viewer_client, operator_client, url, scope, scope_with_episodes
+):
     operator_client.post(url("episode_archive", scope.pk, scope_with_episodes[0].episode_id))
     page = viewer_client.get(url("audit", scope.pk), {"operation": "archive"}).content.decode()
     assert page.count("<code>archive</code>") == 2 and "<code>remember</code>" not in page
@@ -98,7 +106,15 @@ def test_it_pages_the_audit_log_by_sequence(viewer_client, url, light_scope, key
 
     with transaction.atomic():
         for i in range(30):
-            audit.append("remember", system, scope_key=keys.scope_key, user_key=keys.user_key, target_type="episode", target_id=f"t{i:02d}", summary=f"entry {i}")
+            audit.append(
+                "remember",
+                system,
+                scope_key=keys.scope_key,
+                user_key=keys.user_key,
+                target_type="episode",
+                target_id=f"t{i:02d}",
+                summary=f"entry {i}",
+            )
     page = viewer_client.get(url("audit", light_scope.pk)).content.decode()
     assert "<code>t29</code>" in page and "<code>t04</code>" not in page
     cursor = re.search(r'<a rel="next" href="\?cursor=(a\d+)"', page).group(1)

@@ -81,7 +81,9 @@ def test_it_answers_400_with_an_inline_error_to_bad_list_input(viewer_client, ur
 
 
 def test_it_derives_keys_and_links_to_a_known_scope(viewer_client, url, light_scope):
-    response = viewer_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
+    response = viewer_client.get(
+        url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}
+    )
     page = response.content.decode()
     assert response.status_code == 200
     assert "<code>bot-a:group_100</code>" in page
@@ -89,7 +91,9 @@ def test_it_derives_keys_and_links_to_a_known_scope(viewer_client, url, light_sc
 
 
 def test_it_derives_bot_isolation_keys(viewer_client, url):
-    page = viewer_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "person_7", "isolation": "bot"}).content.decode()
+    page = viewer_client.get(
+        url("overview"), {"bot_uuid": "bot-a", "session_name": "person_7", "isolation": "bot"}
+    ).content.decode()
     assert "<code>bot-a:person_7</code>" in page and "<code>bot:bot-a</code>" in page
     assert "nothing to show" in page  # a viewer cannot open a space nobody used
 
@@ -119,7 +123,9 @@ def test_it_answers_400_with_inline_errors_to_a_bad_derive(viewer_client, url, q
 
 
 def test_it_refuses_to_derive_a_bot_outside_the_grants(granted_client, url, light_scope):
-    response = granted_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
+    response = granted_client.get(
+        url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}
+    )
     assert response.status_code == 400
     page = response.content.decode()
     assert "You do not have access to this bot" in page and "Open this memory space" not in page
@@ -129,13 +135,17 @@ def test_it_answers_htmx_searches_and_derives_with_their_fragments(viewer_client
     fragment = viewer_client.get(url("overview"), {"q": "group"}, **htmx("scope-list")).content.decode()
     assert fragment.lstrip().startswith('<div id="scope-list"') and "<html" not in fragment
     derived = viewer_client.get(
-        url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}, **htmx("derive-result")
+        url("overview"),
+        {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"},
+        **htmx("derive-result"),
     ).content.decode()
     assert derived.lstrip().startswith('<div id="derive-result"') and "bot-a:group_100" in derived
 
 
 def test_it_opens_a_new_space_for_an_operator_and_audits_it(operator_client, url):
-    response = operator_client.post(url("scope_open"), {"bot_uuid": "bot-z", "session_name": "group_9", "isolation": "session"})
+    response = operator_client.post(
+        url("scope_open"), {"bot_uuid": "bot-z", "session_name": "group_9", "isolation": "session"}
+    )
     created = Scope.objects.get(scope_key="bot-z:group_9")
     assert response.status_code == 302 and response["Location"] == url("episodes", created.pk)
     entry = AuditEntry.objects.get(operation="scope_open")
@@ -144,24 +154,32 @@ def test_it_opens_a_new_space_for_an_operator_and_audits_it(operator_client, url
 
 def test_it_opens_a_known_space_without_writing(viewer_client, url, light_scope):
     before = AuditEntry.objects.count()
-    response = viewer_client.post(url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
+    response = viewer_client.post(
+        url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}
+    )
     assert response.status_code == 302 and response["Location"] == url("episodes", light_scope.pk)
     assert AuditEntry.objects.count() == before
 
 
 def test_it_refuses_a_viewer_opening_a_new_space(viewer_client, url):
-    response = viewer_client.post(url("scope_open"), {"bot_uuid": "bot-z", "session_name": "group_9", "isolation": "session"})
+    response = viewer_client.post(
+        url("scope_open"), {"bot_uuid": "bot-z", "session_name": "group_9", "isolation": "session"}
+    )
     assert response.status_code == 403
     assert not Scope.objects.filter(scope_key="bot-z:group_9").exists()
 
 
 def test_it_answers_404_opening_a_space_outside_the_grants(granted_client, url):
-    response = granted_client.post(url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"})
+    response = granted_client.post(
+        url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}
+    )
     assert response.status_code == 404
 
 
 def test_it_answers_400_opening_a_space_with_bad_keys(operator_client, url):
-    response = operator_client.post(url("scope_open"), {"bot_uuid": "a b", "session_name": "group_9", "isolation": "session"})
+    response = operator_client.post(
+        url("scope_open"), {"bot_uuid": "a b", "session_name": "group_9", "isolation": "session"}
+    )
     assert response.status_code == 400
     assert not Scope.objects.exists()
 

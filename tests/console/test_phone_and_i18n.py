@@ -57,16 +57,19 @@ def test_it_labels_the_cells_of_the_row_that_an_archive_swaps_in(operator_client
     assert not cells_without_label(html, r"<tr\b.*?</tr>")
 
 
-@pytest.mark.parametrize(("query", "is_open", "summary"), [
-    ("", False, "Filters"),
-    ("status=active&limit=10", False, "Filters"),  # the default status and a page size filter nothing
-    ("q=trip&top_k=3", False, "Filters"),
-    ("tag=travel", True, "Filters (1 in use)"),
-    ("status=all&sender=u1&importance=3", True, "Filters (3 in use)"),
-    ("after=2020-01-01T00:00", True, "Filters (1 in use)"),
-    ("importance=abc", True, "Filters (1 in use)"),  # an error inside: shown
-    ("importance=9", True, "Filters (1 in use)"),
-])
+@pytest.mark.parametrize(
+    ("query", "is_open", "summary"),
+    [
+        ("", False, "Filters"),
+        ("status=active&limit=10", False, "Filters"),  # the default status and a page size filter nothing
+        ("q=trip&top_k=3", False, "Filters"),
+        ("tag=travel", True, "Filters (1 in use)"),
+        ("status=all&sender=u1&importance=3", True, "Filters (3 in use)"),
+        ("after=2020-01-01T00:00", True, "Filters (1 in use)"),
+        ("importance=abc", True, "Filters (1 in use)"),  # an error inside: shown
+        ("importance=9", True, "Filters (1 in use)"),
+    ],
+)
 def test_it_opens_the_filter_panel_only_when_a_filter_is_in_use(viewer_client, url, scope, query, is_open, summary):
     html = viewer_client.get(url("episodes", scope.pk, query=query)).content.decode()
     assert (" open" in filter_panel(html)) is is_open

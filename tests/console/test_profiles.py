@@ -20,8 +20,16 @@ PROFILE = {"name": "Alice", "traits": "curious\nkind", "preferences": "green tea
 
 @pytest.fixture
 def speaker_profile(light_scope, keys, system) -> Profile:
-    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious"], "preferences": [], "notes": ""})
-    return ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["tea"], "notes": "v2"})
+    ops.replace_profile(
+        keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious"], "preferences": [], "notes": ""}
+    )
+    return ops.replace_profile(
+        keys,
+        system,
+        "speaker",
+        "u1",
+        {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["tea"], "notes": "v2"},
+    )
 
 
 def test_it_lists_the_session_profile_and_speaker_profiles(viewer_client, url, light_scope, speaker_profile):
@@ -55,7 +63,9 @@ def test_it_diffs_two_chosen_versions(viewer_client, url, light_scope, keys, sys
     assert re.search(r'<li class="diff-added">.*?Name: Alicia</li>', page)
 
 
-@pytest.mark.parametrize("query", [{"sender": "u1", "diff_from": "9"}, {"sender": "u1", "diff_from": "x"}, {"sender": "u1", "cursor": "q"}])
+@pytest.mark.parametrize(
+    "query", [{"sender": "u1", "diff_from": "9"}, {"sender": "u1", "diff_from": "x"}, {"sender": "u1", "cursor": "q"}]
+)
 def test_it_answers_400_to_a_bad_version_choice(viewer_client, url, light_scope, speaker_profile, query):
     response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), query)
     assert response.status_code == 400
@@ -74,7 +84,12 @@ def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_cl
     response = operator_client.post(url("profile_edit", light_scope.pk, "session"), PROFILE)
     assert response.status_code == 302 and response["Location"] == url("profile_detail", light_scope.pk, "session")
     data, row = ops.get_profile(keys, "session")
-    assert data == {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["green tea"], "notes": "Met at the conference."}
+    assert data == {
+        "name": "Alice",
+        "traits": ["curious", "kind"],
+        "preferences": ["green tea"],
+        "notes": "Met at the conference.",
+    }
     assert row.version == 1
     entry = AuditEntry.objects.get(operation="profile_update")
     assert entry.actor == "user:operator" and entry.payload["after"]["name"] == "Alice"
@@ -83,7 +98,9 @@ def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_cl
 
 
 def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, light_scope, keys, speaker_profile):
-    response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": "u1"}, **htmx("profile-panel"))
+    response = operator_client.post(
+        url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": "u1"}, **htmx("profile-panel")
+    )
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
     assert html.lstrip().startswith('<div id="profile-panel"') and "Profile saved as version 3." in html
@@ -100,7 +117,9 @@ def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, li
         ({**PROFILE, "traits": "x" * 201}, "traits"),
     ],
 )
-def test_it_answers_400_with_inline_errors_to_an_edit_beyond_the_limits(operator_client, url, light_scope, keys, data, field):
+def test_it_answers_400_with_inline_errors_to_an_edit_beyond_the_limits(
+    operator_client, url, light_scope, keys, data, field
+):
     response = operator_client.post(url("profile_edit", light_scope.pk, "session"), data)
     assert response.status_code == 400
     assert f'id="id_{field}_error"' in response.content.decode()
@@ -113,7 +132,9 @@ def test_it_answers_404_to_a_speaker_edit_without_a_speaker(operator_client, url
 
 
 def test_it_rolls_a_profile_back_and_audits_it(operator_client, url, light_scope, keys, speaker_profile):
-    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"})
+    response = operator_client.post(
+        url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}
+    )
     assert response.status_code == 302 and response["Location"].endswith("?sender=u1")
     data, row = ops.get_profile(keys, "speaker", "u1")
     assert row.version == 3 and data["traits"] == ["curious"] and data["preferences"] == []
@@ -124,7 +145,11 @@ def test_it_answers_an_htmx_rollback_with_the_profile_panel(operator_client, url
     response = operator_client.post(
         url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}, **htmx("profile-panel")
     )
-    assert response.status_code == 200 and b"<html" not in response.content and b"Rolled back to version 1" in response.content
+    assert (
+        response.status_code == 200
+        and b"<html" not in response.content
+        and b"Rolled back to version 1" in response.content
+    )
 
 
 def test_it_offers_rollback_with_a_confirmation_to_operators(operator_client, url, light_scope, speaker_profile):
@@ -133,7 +158,14 @@ def test_it_offers_rollback_with_a_confirmation_to_operators(operator_client, ur
     assert 'aria-label="Roll back to version 2"' not in page  # the current version
 
 
-@pytest.mark.parametrize(("data", "status"), [({"sender_id": "u1", "version": "9"}, 404), ({"sender_id": "u1", "version": "x"}, 400), ({"sender_id": "nobody", "version": "1"}, 404)])
+@pytest.mark.parametrize(
+    ("data", "status"),
+    [
+        ({"sender_id": "u1", "version": "9"}, 404),
+        ({"sender_id": "u1", "version": "x"}, 400),
+        ({"sender_id": "nobody", "version": "1"}, 404),
+    ],
+)
 def test_it_refuses_a_rollback_to_a_missing_version(operator_client, url, light_scope, speaker_profile, data, status):
     assert operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), data).status_code == status
 
@@ -142,7 +174,9 @@ def test_it_keeps_profiles_of_another_scope_apart(operator_client, url, light_sc
     ops.replace_profile(other_keys, system, "speaker", "u1", {"name": "Zed"})
     page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
     assert "Zed" not in page and "There is no profile yet." in page
-    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"})
+    response = operator_client.post(
+        url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}
+    )
     assert response.status_code == 404
 
 
@@ -165,14 +199,20 @@ def test_it_answers_400_to_a_version_number_beyond_any_version(viewer_client, ur
     assert response.status_code == 400
 
 
-def test_it_answers_400_to_a_rollback_to_a_version_number_beyond_any_version(operator_client, url, light_scope, keys, speaker_profile):
-    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "9" * 20})
+def test_it_answers_400_to_a_rollback_to_a_version_number_beyond_any_version(
+    operator_client, url, light_scope, keys, speaker_profile
+):
+    response = operator_client.post(
+        url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "9" * 20}
+    )
     assert response.status_code == 400
     assert ops.get_profile(keys, "speaker", "u1")[1].version == 2
 
 
 @pytest.mark.parametrize("action", ["profile_edit", "profile_rollback"])
-def test_it_answers_400_to_a_posted_speaker_id_holding_a_nul(operator_client, url, light_scope, keys, speaker_profile, action):
+def test_it_answers_400_to_a_posted_speaker_id_holding_a_nul(
+    operator_client, url, light_scope, keys, speaker_profile, action
+):
     data = {**PROFILE, "sender_id": "u1\x00", "version": "1"}
     response = operator_client.post(url(action, light_scope.pk, "speaker"), data)
     assert response.status_code == 400
@@ -180,10 +220,14 @@ def test_it_answers_400_to_a_posted_speaker_id_holding_a_nul(operator_client, ur
 
 
 @pytest.mark.parametrize("sender_id", ["user#1234", "a&diff_from=99", "ü 1?x=/"])
-def test_it_redirects_to_the_speaker_profile_with_the_speaker_id_encoded(operator_client, url, light_scope, keys, sender_id):
+def test_it_redirects_to_the_speaker_profile_with_the_speaker_id_encoded(
+    operator_client, url, light_scope, keys, sender_id
+):
     response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": sender_id})
     assert response.status_code == 302
-    assert response["Location"] == url("profile_detail", light_scope.pk, "speaker", query=urlencode({"sender": sender_id}))
+    assert response["Location"] == url(
+        "profile_detail", light_scope.pk, "speaker", query=urlencode({"sender": sender_id})
+    )
     page = operator_client.get(response["Location"])
     assert page.status_code == 200 and "Profile saved as version 1." in page.content.decode()
     assert ops.get_profile(keys, "speaker", sender_id)[1].version == 1

@@ -63,8 +63,14 @@ def test_it_locks_out_one_client_behind_a_proxy_without_locking_out_the_others(s
     settings.MEMCONSOLE_BEHIND_PROXY = True
     settings.AXES_FAILURE_LIMIT = 2
     for _ in range(2):
-        client.post("/accounts/login/", {"username": "viewer", "password": "wrong"}, HTTP_X_FORWARDED_FOR="198.51.100.1")
-    locked = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.1")
+        client.post(
+            "/accounts/login/", {"username": "viewer", "password": "wrong"}, HTTP_X_FORWARDED_FOR="198.51.100.1"
+        )
+    locked = client.post(
+        "/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.1"
+    )
     assert locked.status_code == 429
-    other = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.2")
+    other = client.post(
+        "/accounts/login/", {"username": "viewer", "password": PASSWORD}, HTTP_X_FORWARDED_FOR="198.51.100.2"
+    )
     assert other.status_code == 302

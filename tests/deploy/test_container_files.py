@@ -122,9 +122,13 @@ def test_it_fetches_and_verifies_the_model_at_build_time_unless_skipped(dockerfi
 def test_it_bakes_no_secret_into_the_image(dockerfile):
     for stage in dockerfile.stages:
         leaked = [name for name in stage.env() if SECRET_NAME.search(name)]
-        assert not leaked, f"ENV {leaked} in stage {stage.name or stage.base}: secrets come from the runtime environment"
+        assert not leaked, (
+            f"ENV {leaked} in stage {stage.name or stage.base}: secrets come from the runtime environment"
+        )
     arg_names = [name for name in {**_preamble_args(dockerfile), **_all_stage_args(dockerfile)}]
-    assert not [name for name in arg_names if SECRET_NAME.search(name)], "build arguments are visible in the image history"
+    assert not [name for name in arg_names if SECRET_NAME.search(name)], (
+        "build arguments are visible in the image history"
+    )
     for run in dockerfile.instructions("RUN"):
         for name, value in re.findall(r"\b([A-Z][A-Z0-9_]*)=(\S+)", run.args):
             if SECRET_NAME.search(name):

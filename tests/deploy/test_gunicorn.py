@@ -14,7 +14,15 @@ from .conftest import GUNICORN, LOOPBACK, REPO, Gunicorn, clean_env
 def _start_embedded(tmp_path, *args: str, **settings) -> subprocess.CompletedProcess:
     env = clean_env(tmp_path, **settings)
     return subprocess.run(
-        [str(GUNICORN), "memconsole.wsgi", "--config", "python:memconsole.gunicorn_config", "--bind", f"{LOOPBACK}:0", *args],
+        [
+            str(GUNICORN),
+            "memconsole.wsgi",
+            "--config",
+            "python:memconsole.gunicorn_config",
+            "--bind",
+            f"{LOOPBACK}:0",
+            *args,
+        ],
         cwd=REPO,
         env=env,
         capture_output=True,

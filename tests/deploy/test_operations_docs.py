@@ -11,7 +11,9 @@ from .conftest import REPO
 
 DOCS = REPO / "docs" / "operations.md"
 # env("X"), envbool("X", ...), envint(...), envlist(...) in settings.py; os.environ.get("X") / ["X"] anywhere.
-_READ = re.compile(r"""\b(?:env|envbool|envint|envlist|_whole_number|os\.environ\.get|os\.getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']""")
+_READ = re.compile(
+    r"""\b(?:env|envbool|envint|envlist|_whole_number|os\.environ\.get|os\.getenv)\(\s*["']([A-Z][A-Z0-9_]*)["']"""
+)
 _INDEXED = re.compile(r"""os\.environ\[\s*["']([A-Z][A-Z0-9_]*)["']\s*\]""")
 NOT_SETTINGS = {"DJANGO_SETTINGS_MODULE"}
 

@@ -155,7 +155,11 @@ def test_it_locks_out_a_guessed_login_on_every_worker(deployment):
     limit = 5  # MEMCONSOLE_LOGIN_FAILURE_LIMIT's default
 
     def guess(number: int):
-        form = {"username": "deploy-guessed", "password": f"guess-{number}", "csrfmiddlewaretoken": client.cookies["csrftoken"]}
+        form = {
+            "username": "deploy-guessed",
+            "password": f"guess-{number}",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"],
+        }
         return client.post_form("/accounts/login/", form)
 
     guesses = _in_parallel(guess, range(limit))  # at once, so several workers count them
@@ -184,7 +188,9 @@ def test_it_writes_from_every_worker_into_one_audit_chain_and_loses_nothing(depl
         )
 
     def add_trait(number: int):
-        return client.post_json("/api/v1/profile", {**scope, "add_traits": [f"trait {number}"]}, deployment.writer_token)
+        return client.post_json(
+            "/api/v1/profile", {**scope, "add_traits": [f"trait {number}"]}, deployment.writer_token
+        )
 
     writes = _in_parallel(remember, range(CLIENTS * 3))
     traits = _in_parallel(add_trait, range(CLIENTS))

@@ -161,7 +161,9 @@ def _files_containing(folder: Path, needles: list[bytes]) -> dict[bytes, list[st
     return found
 
 
-@pytest.mark.skipif(server_mode(), reason="reads the embedded index's folder; a Chroma server keeps its files on its host")
+@pytest.mark.skipif(
+    server_mode(), reason="reads the embedded index's folder; a Chroma server keeps its files on its host"
+)
 @pytest.mark.django_db
 def test_it_leaves_no_plaintext_in_the_chroma_folder(fernet_keys, keys, system, settings):
     _write_everything(keys, system)
@@ -246,7 +248,9 @@ def test_it_leaves_no_plaintext_in_the_sqlite_database_file(tmp_path):
     assert "memconsole.sqlite3" in files
     # Tags, sender ids and names stay in clear in the episode table (filters and indexes use them);
     # content, profiles, audit payloads and snapshots must not appear anywhere in the files.
-    found = _files_containing(data, [s.encode() for s in (SECRET, NOTE, TRAIT, "Zebra-sentinel", "Okapi-sentinel", "PIN is 4821")])
+    found = _files_containing(
+        data, [s.encode() for s in (SECRET, NOTE, TRAIT, "Zebra-sentinel", "Okapi-sentinel", "PIN is 4821")]
+    )
     assert found == {}, f"plaintext found in {found}"
     # the search does see what was stored without a key (database file or its WAL)
     assert _files_containing(data, [b"CONTROL-plaintext-canary"]), files

@@ -33,7 +33,14 @@ def chroma_ef(tmp_path_factory):
     (folder / ONNXMiniLM_L6_V2.EXTRACTED_FOLDER_NAME).symlink_to(MODEL_DIR, target_is_directory=True)
     ef = ONNXMiniLM_L6_V2(preferred_providers=["CPUExecutionProvider"])
     ef.DOWNLOAD_PATH = folder
-    for name in ("config.json", "model.onnx", "special_tokens_map.json", "tokenizer_config.json", "tokenizer.json", "vocab.txt"):
+    for name in (
+        "config.json",
+        "model.onnx",
+        "special_tokens_map.json",
+        "tokenizer_config.json",
+        "tokenizer.json",
+        "vocab.txt",
+    ):
         assert (folder / "onnx" / name).exists(), name  # so chromadb finds every file and never downloads
     return ef
 

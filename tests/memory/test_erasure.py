@@ -38,13 +38,20 @@ def world(scope_with_episodes, keys, other_keys, system):
     ops.remember(other_keys, system, "Alice keeps bees in bot b", sender_id="u1", sender_name="Alice")
     ops.update_profile(other_keys, system, "speaker", "u1", name="Alice B")
     alice_snapshot = ops.record_injection(keys, system, "trip to Beijing", sender_id="u1", sender_name="Alice", top_k=5)
-    bob_snapshot = ops.record_injection(keys, system, "Beijing trip and dumplings", sender_id="u2", sender_name="Bob", top_k=5)
+    bob_snapshot = ops.record_injection(
+        keys, system, "Beijing trip and dumplings", sender_id="u2", sender_name="Bob", top_k=5
+    )
     assert any(e["sender_id"] == "u1" for e in bob_snapshot.snapshot.payload["episodes"])
     return {"alice_snapshot": alice_snapshot.snapshot, "bob_snapshot": bob_snapshot.snapshot}
 
 
 def test_it_counts_first_with_a_dry_run_and_changes_nothing(world, system):
-    before = (Episode.objects.count(), Profile.objects.count(), InjectionSnapshot.objects.count(), AuditEntry.objects.count())
+    before = (
+        Episode.objects.count(),
+        Profile.objects.count(),
+        InjectionSnapshot.objects.count(),
+        AuditEntry.objects.count(),
+    )
     payloads = list(AuditEntry.objects.order_by("seq").values_list("payload_stored", flat=True))
 
     report = erasure.erase_subject("u1", actor=system, dry_run=True)
@@ -53,7 +60,12 @@ def test_it_counts_first_with_a_dry_run_and_changes_nothing(world, system):
     assert (report.episodes, report.profiles, report.profile_versions) == (3, 2, 3)
     assert (report.snapshots_deleted, report.snapshots_redacted) == (1, 1)
     assert report.audit_redacted > 0 and report.receipt_audit_id == ""
-    assert (Episode.objects.count(), Profile.objects.count(), InjectionSnapshot.objects.count(), AuditEntry.objects.count()) == before
+    assert (
+        Episode.objects.count(),
+        Profile.objects.count(),
+        InjectionSnapshot.objects.count(),
+        AuditEntry.objects.count(),
+    ) == before
     assert list(AuditEntry.objects.order_by("seq").values_list("payload_stored", flat=True)) == payloads
 
 
@@ -66,14 +78,20 @@ def test_it_erases_a_person_everywhere_and_keeps_the_chain(world, keys, other_ke
     assert (report.episodes, report.profiles, report.profile_versions) == (3, 2, 3)
     assert not Episode.objects.filter(sender_id="u1").exists()
     assert set(Episode.objects.values_list("episode_id", flat=True)) == bob_ids
-    assert not Profile.objects.filter(sender_id="u1").exists() and not ProfileVersion.objects.filter(profile__sender_id="u1").exists()
+    assert (
+        not Profile.objects.filter(sender_id="u1").exists()
+        and not ProfileVersion.objects.filter(profile__sender_id="u1").exists()
+    )
     assert ops.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob"
     # snapshots: Alice's is gone, Bob's no longer holds her episodes nor her rendered memory
     assert not InjectionSnapshot.objects.filter(snapshot_id=world["alice_snapshot"].snapshot_id).exists()
     bob = InjectionSnapshot.objects.get(snapshot_id=world["bob_snapshot"].snapshot_id)
     assert {e["sender_id"] for e in bob.payload["episodes"]} == {"u2"}
     assert "Alice" not in json.dumps(bob.payload) and "Beijing next month" not in json.dumps(bob.payload)
-    assert bob.episode_count == len(bob.payload["episodes"]) and "My favourite food is dumplings" in bob.payload["system_blocks"][-1]
+    assert (
+        bob.episode_count == len(bob.payload["episodes"])
+        and "My favourite food is dumplings" in bob.payload["system_blocks"][-1]
+    )
     # vectors
     assert not set(vectors.all_ids(keys.user_key)) & u1_ids
     assert set(vectors.all_ids(keys.user_key)) == bob_ids
@@ -321,7 +339,9 @@ def test_it_erases_what_was_written_between_its_search_and_its_transaction(world
     assert verify_audit_chain().ok
 
 
-@pytest.mark.skipif(server_mode(), reason="locks the embedded index's own chroma.sqlite3, which a Chroma server keeps on its host")
+@pytest.mark.skipif(
+    server_mode(), reason="locks the embedded index's own chroma.sqlite3, which a Chroma server keeps on its host"
+)
 def test_it_reports_a_locked_index_database_while_compacting(world, system, settings, monkeypatch, caplog):
     import sqlite3
 

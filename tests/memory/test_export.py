@@ -45,7 +45,9 @@ def test_it_exports_one_document_with_profiles_and_episodes(profiled, keys, syst
         "user_key": "bot-a:group_100",
     }
     profiles = doc["profiles"]
-    assert profiles["version"] == 1 and profiles["scope_key"] == keys.scope_key and profiles["user_key"] == keys.user_key
+    assert (
+        profiles["version"] == 1 and profiles["scope_key"] == keys.scope_key and profiles["user_key"] == keys.user_key
+    )
     assert profiles["count"] == 2 == len(profiles["profiles"])
     session, speaker = profiles["profiles"]
     assert session["type"] == "session" and "sender_id" not in session

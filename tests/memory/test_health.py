@@ -75,9 +75,7 @@ def test_it_leaves_no_canary_behind_and_registers_no_scope(system, scope_with_ep
 @pytest.mark.parametrize("relabelled", ["a", "b"])
 def test_it_flags_a_canary_vector_relabelled_to_the_other_canary_as_a_search_error(system, relabelled):
     def tamper(probe: health.Canaries) -> None:
-        own, other, episode_id = (
-            (probe.a, probe.b, probe.id_a) if relabelled == "a" else (probe.b, probe.a, probe.id_b)
-        )
+        own, other, episode_id = (probe.a, probe.b, probe.id_a) if relabelled == "a" else (probe.b, probe.a, probe.id_b)
         meta = vectors.get(own.user_key, [episode_id])[episode_id]["metadata"]
         vectors.update_metadata(own.user_key, [episode_id], [{**meta, "user_key": other.user_key}])
 

@@ -90,7 +90,13 @@ def langbot_profiles() -> dict:
             {
                 "type": "session",
                 "scope_key": "old-bot-uuid:group_777",
-                "profile": {"name": "茶友群", "traits": ["friendly"], "preferences": [], "notes": "tea lovers", "updated_at": "2024-04-03T00:00:00Z"},
+                "profile": {
+                    "name": "茶友群",
+                    "traits": ["friendly"],
+                    "preferences": [],
+                    "notes": "tea lovers",
+                    "updated_at": "2024-04-03T00:00:00Z",
+                },
             },
             {
                 "type": "speaker",
@@ -251,7 +257,12 @@ def test_it_reports_a_dry_run_and_writes_nothing(tmp_path, system):
     target = derive_scope("bot-new", "group_777")
     ops.remember(target, system, "already here")
     Episode.objects.update(imported_episode_id="ep-three")
-    before = (Episode.objects.count(), AuditEntry.objects.count(), Profile.objects.count(), vectors.all_ids(target.user_key))
+    before = (
+        Episode.objects.count(),
+        AuditEntry.objects.count(),
+        Profile.objects.count(),
+        vectors.all_ids(target.user_key),
+    )
     path = _write_json(tmp_path / "episodes.json", langbot_episodes())
 
     report = imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR, dry_run=True)
@@ -267,7 +278,12 @@ def test_it_reports_a_dry_run_and_writes_nothing(tmp_path, system):
         "reason": "already in the target scope; skipped",
     }
     assert report.as_dict()["dry_run"] is True
-    assert (Episode.objects.count(), AuditEntry.objects.count(), Profile.objects.count(), vectors.all_ids(target.user_key)) == before
+    assert (
+        Episode.objects.count(),
+        AuditEntry.objects.count(),
+        Profile.objects.count(),
+        vectors.all_ids(target.user_key),
+    ) == before
 
 
 def test_it_skips_what_an_earlier_import_brought(tmp_path):
@@ -325,7 +341,7 @@ def test_it_rejects_an_oversized_file_before_reading_it(tmp_path, settings):
         ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
         ('{"version": 1, "episodes": [{"content": "a", "importance": NaN}]}', "not allowed"),
         ('{"version": 1, "episodes": [{"content": "a", "importance": ' + "9" * 5000 + "}]}", "not allowed"),
-        ('{"version": 1, "episodes": [], "x": "' + '[{' * 1000 + '"}', None),  # brackets inside strings are fine
+        ('{"version": 1, "episodes": [], "x": "' + "[{" * 1000 + '"}', None),  # brackets inside strings are fine
     ],
 )
 def test_it_rejects_json_bombs(tmp_path, text, message):
@@ -392,9 +408,25 @@ def _jw_database(tmp_path: Path, rows: list[tuple]) -> Path:
 def _jw_rows(key: bytes) -> list[tuple]:
     fernet = Fernet(key)
     return [
-        (1, "chat-a", "2024-03-01T10:00:00+00:00", "question", b"What is the Wi-Fi password?", '{"sender_id": "u1"}', 0),
+        (
+            1,
+            "chat-a",
+            "2024-03-01T10:00:00+00:00",
+            "question",
+            b"What is the Wi-Fi password?",
+            '{"sender_id": "u1"}',
+            0,
+        ),
         (2, "chat-a", "2024-03-01T10:00:05Z", "answer", fernet.encrypt("密码是 tea-time-42".encode()), None, 1),
-        (3, "chat-b", "2024-03-02T08:00:00", "preference", fernet.encrypt(b"Prefers replies in English"), '{"importance": "4", "sender_name": "Bob"}', 1),
+        (
+            3,
+            "chat-b",
+            "2024-03-02T08:00:00",
+            "preference",
+            fernet.encrypt(b"Prefers replies in English"),
+            '{"importance": "4", "sender_name": "Bob"}',
+            1,
+        ),
         (4, "chat-b", "2024-03-03T08:00:00Z", "objection", "不同意周末开会", "{}", 0),
         (5, "chat-a", None, "fact_recalled", b"The office is on floor 3", '{"status": "mystery"}', 0),
     ]
@@ -404,15 +436,25 @@ def test_it_imports_jw_agents_records_with_encrypted_rows(tmp_path):
     key = Fernet.generate_key()
     path = _jw_database(tmp_path, _jw_rows(key))
 
-    report = imports.import_file(path, "jw-agents", bot_uuid="bot-jw", isolation="session", actor=ACTOR, fernet_key=key.decode())
+    report = imports.import_file(
+        path, "jw-agents", bot_uuid="bot-jw", isolation="session", actor=ACTOR, fernet_key=key.decode()
+    )
 
     rows = {e.imported_episode_id: e for e in Episode.objects.all()}
     assert set(rows) == {"1", "2", "3", "4", "5"}
     assert rows["1"].scope_key == "bot-jw:chat-a" and rows["3"].scope_key == "bot-jw:chat-b"
-    assert rows["1"].content == "What is the Wi-Fi password?" and rows["1"].tags == ["question"] and rows["1"].sender_id == "u1"
+    assert (
+        rows["1"].content == "What is the Wi-Fi password?"
+        and rows["1"].tags == ["question"]
+        and rows["1"].sender_id == "u1"
+    )
     assert rows["2"].content == "密码是 tea-time-42" and rows["2"].tags == ["answer"]
     assert rows["2"].timestamp == datetime(2024, 3, 1, 10, 0, 5, tzinfo=UTC)
-    assert rows["3"].content == "Prefers replies in English" and rows["3"].importance == 4 and rows["3"].sender_name == "Bob"
+    assert (
+        rows["3"].content == "Prefers replies in English"
+        and rows["3"].importance == 4
+        and rows["3"].sender_name == "Bob"
+    )
     assert rows["3"].timestamp == datetime(2024, 3, 2, 8, tzinfo=UTC)  # naive times read as UTC
     assert rows["4"].content == "不同意周末开会" and rows["4"].tags == ["objection"]
     assert rows["5"].timestamp is None and rows["5"].status == "active" and rows["5"].tags == ["fact_recalled"]
@@ -442,7 +484,9 @@ def test_it_refuses_encrypted_jw_rows_without_or_with_a_wrong_key(tmp_path, monk
     with pytest.raises(ImportFileError, match=r"records id=2 is encrypted: give the Fernet key"):
         imports.import_file(path, "jw-agents", bot_uuid="bot-jw", actor=ACTOR)
     with pytest.raises(ImportFileError, match=r"records id=2, field 'content': cannot be decrypted"):
-        imports.import_file(path, "jw-agents", bot_uuid="bot-jw", actor=ACTOR, fernet_key=Fernet.generate_key().decode())
+        imports.import_file(
+            path, "jw-agents", bot_uuid="bot-jw", actor=ACTOR, fernet_key=Fernet.generate_key().decode()
+        )
     with pytest.raises(ImportFileError, match="not valid"):
         imports.import_file(path, "jw-agents", bot_uuid="bot-jw", actor=ACTOR, fernet_key="short")
     _nothing_written()
@@ -478,7 +522,9 @@ def _bot_memory_database(tmp_path: Path) -> Path:
 def test_it_imports_bot_memory_facts_of_one_agent(tmp_path):
     path = _bot_memory_database(tmp_path)
 
-    report = imports.import_file(path, "bot-memory", bot_uuid="agent-1", session_name="group_9", isolation="session", actor=ACTOR)
+    report = imports.import_file(
+        path, "bot-memory", bot_uuid="agent-1", session_name="group_9", isolation="session", actor=ACTOR
+    )
 
     rows = sorted(Episode.objects.all(), key=lambda e: e.imported_episode_id)
     assert [(e.content, e.tags, e.sender_id) for e in rows] == [
@@ -494,12 +540,20 @@ def test_it_imports_bot_memory_messages_into_their_rooms(tmp_path):
     path = _bot_memory_database(tmp_path)
 
     imports.import_file(
-        path, "bot-memory", bot_uuid="agent-1", session_name="group_9", isolation="bot", actor=ACTOR, include_messages=True
+        path,
+        "bot-memory",
+        bot_uuid="agent-1",
+        session_name="group_9",
+        isolation="bot",
+        actor=ACTOR,
+        include_messages=True,
     )
 
     messages = {e.content: e for e in Episode.objects.filter(tags_text__in=[",user,", ",assistant,"])}
     assert set(messages) == {"hello there", "你好！"}
-    assert messages["hello there"].scope_key == "agent-1:!room1:example.org" and messages["hello there"].tags == ["user"]
+    assert messages["hello there"].scope_key == "agent-1:!room1:example.org" and messages["hello there"].tags == [
+        "user"
+    ]
     assert messages["你好！"].tags == ["assistant"]
     assert set(Episode.objects.values_list("user_key", flat=True)) == {"bot:agent-1"}  # bot isolation shares one space
     assert Episode.objects.count() == 4
@@ -507,7 +561,9 @@ def test_it_imports_bot_memory_messages_into_their_rooms(tmp_path):
 
 def test_it_names_the_agents_when_the_bot_has_nothing_in_the_file(tmp_path):
     path = _bot_memory_database(tmp_path)
-    with pytest.raises(ImportFileError, match=r"no facts for agent 'agent-9' in this file \(agents found: agent-1, agent-2\)"):
+    with pytest.raises(
+        ImportFileError, match=r"no facts for agent 'agent-9' in this file \(agents found: agent-1, agent-2\)"
+    ):
         imports.import_file(path, "bot-memory", bot_uuid="agent-9", session_name="g", actor=ACTOR)
     with pytest.raises(ImportFileError, match="give the target session name"):
         imports.import_file(path, "bot-memory", bot_uuid="agent-1", actor=ACTOR)
@@ -518,7 +574,10 @@ def test_it_names_the_agents_when_the_bot_has_nothing_in_the_file(tmp_path):
 
 
 def _comparable(doc: dict) -> tuple[list, list]:
-    episodes = [{k: v for k, v in e.items() if k not in ("id", "imported_episode_id", "source", "superseded_by")} for e in doc["episodes"]["episodes"]]
+    episodes = [
+        {k: v for k, v in e.items() if k not in ("id", "imported_episode_id", "source", "superseded_by")}
+        for e in doc["episodes"]["episodes"]
+    ]
     profiles = [{k: v for k, v in p.items() if k not in ("scope_key", "version")} for p in doc["profiles"]["profiles"]]
     return episodes, profiles
 
@@ -526,32 +585,46 @@ def _comparable(doc: dict) -> tuple[list, list]:
 def test_it_round_trips_a_memconsole_export(tmp_path, scope_with_episodes, keys, system):
     ops.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"], notes="多语言群")
     ops.update_profile(keys, system, "speaker", "u2", name="Bob", add_preferences=["dumplings"])
-    correction = ops.remember(keys, system, "Correction: the trip to Beijing is in June", tags=["correction"], sender_id="u1")
+    correction = ops.remember(
+        keys, system, "Correction: the trip to Beijing is in June", tags=["correction"], sender_id="u1"
+    )
     # Make the supersede link certain whatever the model's similarity says.
-    Episode.objects.filter(pk=scope_with_episodes[0].pk).update(status="superseded", superseded_by=correction.episode.episode_id)
+    Episode.objects.filter(pk=scope_with_episodes[0].pk).update(
+        status="superseded", superseded_by=correction.episode.episode_id
+    )
     first = json.loads("".join(exports.stream_scope_export(keys, system, include_audit=True)))
     assert first["audit"]["count"] > 0  # another installation's audit log is not imported
     path = tmp_path / "export.json"
     path.write_text(json.dumps(first, ensure_ascii=False), encoding="utf-8")
 
-    report = imports.import_file(path, "memconsole", bot_uuid="bot-z", session_name="group_copy", isolation="session", actor=ACTOR)
+    report = imports.import_file(
+        path, "memconsole", bot_uuid="bot-z", session_name="group_copy", isolation="session", actor=ACTOR
+    )
     target = derive_scope("bot-z", "group_copy", "session")
     second = json.loads("".join(exports.stream_scope_export(target, system)))
 
     assert report.episodes == 5 and report.profiles == 2
     assert _comparable(second) == _comparable(first)
-    assert [e["imported_episode_id"] for e in second["episodes"]["episodes"]] == [e["id"] for e in first["episodes"]["episodes"]]
+    assert [e["imported_episode_id"] for e in second["episodes"]["episodes"]] == [
+        e["id"] for e in first["episodes"]["episodes"]
+    ]
     new_ids = {e["imported_episode_id"]: e["id"] for e in second["episodes"]["episodes"]}
-    copy = next(e for e in second["episodes"]["episodes"] if e["imported_episode_id"] == scope_with_episodes[0].episode_id)
+    copy = next(
+        e for e in second["episodes"]["episodes"] if e["imported_episode_id"] == scope_with_episodes[0].episode_id
+    )
     assert copy["status"] == "superseded" and copy["superseded_by"] == new_ids[correction.episode.episode_id]
     assert all(e["id"] not in new_ids for e in second["episodes"]["episodes"])
     assert second["scope"]["scope_key"] == "bot-z:group_copy"
-    assert not AuditEntry.objects.filter(scope_key="bot-z:group_copy").exclude(operation__in=["import", "export"]).exists()
+    assert (
+        not AuditEntry.objects.filter(scope_key="bot-z:group_copy").exclude(operation__in=["import", "export"]).exists()
+    )
 
 
 def test_it_imports_an_upload_without_using_its_name_as_a_path(tmp_path, settings):
     settings.FILE_UPLOAD_TEMP_DIR = str(tmp_path)
-    upload = SimpleUploadedFile("../../etc/passwd\x00;<b>.json", json.dumps(langbot_episodes()).encode(), "application/json")
+    upload = SimpleUploadedFile(
+        "../../etc/passwd\x00;<b>.json", json.dumps(langbot_episodes()).encode(), "application/json"
+    )
 
     report = imports.import_upload(upload, "langbot", bot_uuid="bot-up", actor=ACTOR)
 
@@ -574,7 +647,17 @@ def test_it_refuses_an_upload_over_the_limit(settings):
 def test_it_imports_from_the_command_line_with_progress(tmp_path, capsys):
     path = _write_json(tmp_path / "episodes.json", langbot_episodes())
 
-    call_command("import_memory", str(path), "--format", "langbot", "--bot-uuid", "bot-cli", "--isolation", "session", "--dry-run")
+    call_command(
+        "import_memory",
+        str(path),
+        "--format",
+        "langbot",
+        "--bot-uuid",
+        "bot-cli",
+        "--isolation",
+        "session",
+        "--dry-run",
+    )
     out = capsys.readouterr()
     assert "would import 4 episodes and 0 profiles into 1 scope(s) (active 3, superseded 1), 0 conflict(s)" in out.out
     assert not Episode.objects.exists()
@@ -592,7 +675,9 @@ def test_it_fails_on_the_command_line_with_the_place(tmp_path):
     path = _write_json(tmp_path / "bad.json", data)
 
     with pytest.raises(CommandError, match=r"episodes\[3\], field 'tags'.*nothing was imported"):
-        call_command("import_memory", str(path), "--format", "langbot", "--bot-uuid", "bot-cli", "--isolation", "session")
+        call_command(
+            "import_memory", str(path), "--format", "langbot", "--bot-uuid", "bot-cli", "--isolation", "session"
+        )
     _nothing_written()
 
 

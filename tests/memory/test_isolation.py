@@ -67,8 +67,21 @@ def _fingerprint(a) -> dict:
     """Everything that does not belong to scope A, in full."""
     episodes = sorted(
         Episode.objects.exclude(user_key=a.user_key).values_list(
-            "episode_id", "user_key", "scope_key", "content_stored", "encrypted", "tags", "tags_text", "importance",
-            "timestamp", "sender_id", "sender_name", "status", "superseded_by", "updated_at", "vector_current",
+            "episode_id",
+            "user_key",
+            "scope_key",
+            "content_stored",
+            "encrypted",
+            "tags",
+            "tags_text",
+            "importance",
+            "timestamp",
+            "sender_id",
+            "sender_name",
+            "status",
+            "superseded_by",
+            "updated_at",
+            "vector_current",
             "vector_model",
         )
     )
@@ -90,7 +103,9 @@ def _fingerprint(a) -> dict:
         )
     )
     snapshots = sorted(
-        InjectionSnapshot.objects.exclude(scope_key=a.scope_key).values_list("snapshot_id", "scope_key", "payload_stored")
+        InjectionSnapshot.objects.exclude(scope_key=a.scope_key).values_list(
+            "snapshot_id", "scope_key", "payload_stored"
+        )
     )
     counts = sorted(
         EpisodeCounts.objects.exclude(user_key=a.user_key).values_list(
@@ -172,9 +187,13 @@ def _run(a, op) -> None:
         raise AssertionError(kind)
 
 
-text = st.one_of(st.sampled_from(SENTENCES), st.text(min_size=1, max_size=40).filter(lambda s: s.strip() and "\x00" not in s))
+text = st.one_of(
+    st.sampled_from(SENTENCES), st.text(min_size=1, max_size=40).filter(lambda s: s.strip() and "\x00" not in s)
+)
 operation = st.one_of(
-    st.tuples(st.just("remember"), text, st.sampled_from([None, "correction", "fact-update", "clarification", "travel"])),
+    st.tuples(
+        st.just("remember"), text, st.sampled_from([None, "correction", "fact-update", "clarification", "travel"])
+    ),
     st.tuples(st.just("recall"), text, st.booleans()),
     st.tuples(st.just("list"), st.none(), st.none()),
     st.tuples(st.just("inject"), text, st.none()),
@@ -186,7 +205,12 @@ operation = st.one_of(
 
 
 @pytest.mark.django_db
-@settings(max_examples=15, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=15,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(scope_index=st.sampled_from(range(len(SCOPES))), operations=st.lists(operation, min_size=1, max_size=6))
 def test_it_never_reads_or_changes_another_scope(scope_index, operations):
     if not Episode.objects.exists():

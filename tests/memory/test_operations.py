@@ -36,8 +36,15 @@ def _vector_meta(user_key: str, episode_id: str) -> dict:
 def test_it_remembers_an_episode_with_its_fields_vector_and_counters(keys, system):
     when = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
     result = ops.remember(
-        keys, system, "I am planning a trip to Beijing", tags=["travel", "plans"], importance=4,
-        sender_id="u1", sender_name="Alice", timestamp=when, query_id="q-1",
+        keys,
+        system,
+        "I am planning a trip to Beijing",
+        tags=["travel", "plans"],
+        importance=4,
+        sender_id="u1",
+        sender_name="Alice",
+        timestamp=when,
+        query_id="q-1",
     )
 
     episode = Episode.objects.get(episode_id=result.episode.episode_id)
@@ -50,8 +57,12 @@ def test_it_remembers_an_episode_with_its_fields_vector_and_counters(keys, syste
     assert episode.vector_current and episode.vector_model == embeddings.current_model_id()
     assert result.indexed and result.superseded == []
     assert _vector_meta(keys.user_key, episode.episode_id) == {
-        "user_key": keys.user_key, "status": "active", "sender_id": "u1", "importance": 4,
-        "timestamp": when.timestamp(), "tags": "travel,plans",
+        "user_key": keys.user_key,
+        "status": "active",
+        "sender_id": "u1",
+        "importance": 4,
+        "timestamp": when.timestamp(),
+        "tags": "travel,plans",
     }
     assert _counts(keys.user_key) == (1, 0, 0)
     assert Scope.objects.filter(scope_key=keys.scope_key, isolation="session", user_key=keys.user_key).exists()
@@ -65,11 +76,18 @@ def test_it_remembers_with_defaults(keys, system):
 
 
 def test_it_audits_remember(keys, system):
-    episode = ops.remember(keys, system, "I like tea", tags=["drink"], sender_id="u1", sender_name="Alice", query_id="q-7").episode
+    episode = ops.remember(
+        keys, system, "I like tea", tags=["drink"], sender_id="u1", sender_name="Alice", query_id="q-7"
+    ).episode
 
     entry = _last_audit()
     assert (entry.operation, entry.actor_type, entry.actor) == ("remember", "system", "system:tests")
-    assert (entry.scope_key, entry.user_key, entry.sender_id, entry.query_id) == (keys.scope_key, keys.user_key, "u1", "q-7")
+    assert (entry.scope_key, entry.user_key, entry.sender_id, entry.query_id) == (
+        keys.scope_key,
+        keys.user_key,
+        "u1",
+        "q-7",
+    )
     assert (entry.target_type, entry.target_id) == ("episode", episode.episode_id)
     payload = entry.payload
     assert payload["summary"] == "remembered: I like tea"
@@ -255,9 +273,27 @@ def test_it_recalls_top_k(scope_with_episodes, keys):
 
 def test_it_recalls_with_filters(keys, system):
     now = datetime.now(UTC)
-    a = ops.remember(keys, system, "Alice likes green tea", sender_id="u1", importance=2, tags=["drink"], timestamp=now - timedelta(days=10)).episode
-    b = ops.remember(keys, system, "Bob likes black tea", sender_id="u2", importance=4, tags=["drink", "bob"], timestamp=now - timedelta(days=1)).episode
-    c = ops.remember(keys, system, "Carol likes oolong tea", sender_id="u3", importance=5, tags=["food"], timestamp=now).episode
+    a = ops.remember(
+        keys,
+        system,
+        "Alice likes green tea",
+        sender_id="u1",
+        importance=2,
+        tags=["drink"],
+        timestamp=now - timedelta(days=10),
+    ).episode
+    b = ops.remember(
+        keys,
+        system,
+        "Bob likes black tea",
+        sender_id="u2",
+        importance=4,
+        tags=["drink", "bob"],
+        timestamp=now - timedelta(days=1),
+    ).episode
+    c = ops.remember(
+        keys, system, "Carol likes oolong tea", sender_id="u3", importance=5, tags=["food"], timestamp=now
+    ).episode
 
     def ids(**filters):
         return {h.episode.episode_id for h in ops.recall(keys, "who likes tea", top_k=10, **filters)}
@@ -308,7 +344,12 @@ def test_it_archives_and_audits(keys, system):
     assert _vector_meta(keys.user_key, episode.episode_id)["status"] == "archived"
     assert _counts(keys.user_key) == (0, 0, 1)
     entry = _last_audit()
-    assert (entry.operation, entry.target_type, entry.target_id, entry.sender_id) == ("archive", "episode", episode.episode_id, "u1")
+    assert (entry.operation, entry.target_type, entry.target_id, entry.sender_id) == (
+        "archive",
+        "episode",
+        episode.episode_id,
+        "u1",
+    )
     assert (entry.payload["before"], entry.payload["after"]) == ({"status": "active"}, {"status": "archived"})
     # archiving again changes nothing and writes nothing
     audits = AuditEntry.objects.count()
@@ -351,7 +392,12 @@ def test_it_deletes_row_and_vector_and_keeps_what_was_deleted_in_the_audit(keys,
     assert set(vectors.all_ids(keys.user_key)) == {keep.episode_id}
     assert _counts(keys.user_key) == (1, 0, 0)
     entry = _last_audit()
-    assert (entry.operation, entry.target_type, entry.target_id, entry.sender_id) == ("delete", "episode", episode.episode_id, "u1")
+    assert (entry.operation, entry.target_type, entry.target_id, entry.sender_id) == (
+        "delete",
+        "episode",
+        episode.episode_id,
+        "u1",
+    )
     assert entry.payload["before"]["content"] == "Delete me please"
     assert entry.payload["before"]["tags"] == ["x"]
     assert entry.payload["after"] is None
@@ -385,13 +431,21 @@ def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scop
     assert injection.context["session_profile"]["name"] == "Travel club"
     assert injection.context["speaker_profile"]["preferences"] == ["window seat"]
     blocks = injection.system_blocks
-    assert [b.split("\n")[0] for b in blocks] == ["[Session profile]", "[Speaker profile: Alice]", "[Relevant memories]"]
+    assert [b.split("\n")[0] for b in blocks] == [
+        "[Session profile]",
+        "[Speaker profile: Alice]",
+        "[Relevant memories]",
+    ]
     assert "Traits: friendly" in blocks[0]
     assert "I am planning a trip to Beijing next month" in blocks[2]
 
     snapshot = InjectionSnapshot.objects.get(snapshot_id=injection.snapshot.snapshot_id)
     assert (snapshot.query_id, snapshot.session_name, snapshot.scope_key, snapshot.user_key, snapshot.isolation) == (
-        "q-42", "group_100", keys.scope_key, keys.user_key, "session",
+        "q-42",
+        "group_100",
+        keys.scope_key,
+        keys.user_key,
+        "session",
     )
     assert (snapshot.speaker_id, snapshot.episode_count, snapshot.block_count, snapshot.injected) == ("u1", 2, 3, True)
     assert snapshot.injection_chars == sum(len(b) for b in blocks)
@@ -407,7 +461,11 @@ def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scop
     assert AuditEntry.objects.count() == audits + 1
     entry = _last_audit()
     assert (entry.operation, entry.target_type, entry.target_id, entry.query_id, entry.sender_id) == (
-        "inject", "snapshot", snapshot.snapshot_id, "q-42", "u1",
+        "inject",
+        "snapshot",
+        snapshot.snapshot_id,
+        "q-42",
+        "u1",
     )
     assert entry.payload["metadata"]["episode_ids"] == [h.episode.episode_id for h in injection.hits]
     assert entry.payload["sender_name"] == "Alice"
@@ -416,7 +474,11 @@ def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scop
 def test_it_records_an_empty_injection_for_an_empty_scope(other_keys, system):
     injection = ops.record_injection(other_keys, system, "anything at all")
     assert injection.system_blocks == [] and injection.hits == []
-    assert (injection.snapshot.injected, injection.snapshot.episode_count, injection.snapshot.block_count) == (False, 0, 0)
+    assert (injection.snapshot.injected, injection.snapshot.episode_count, injection.snapshot.block_count) == (
+        False,
+        0,
+        0,
+    )
 
 
 def test_it_keeps_every_snapshot_within_retention_and_prunes_older_ones(keys, system, settings):
@@ -474,7 +536,9 @@ def test_it_recounts_without_losing_the_increment_of_a_concurrent_remember(postg
 
 def test_it_keeps_an_episode_the_index_refused_not_current_through_archive_and_restore(keys, system):
     # A collection made by another model: the index refuses the new vector (ModelMismatch).
-    vectors.upsert(keys.user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": keys.user_key}])
+    vectors.upsert(
+        keys.user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": keys.user_key}]
+    )
     result = ops.remember(keys, system, "saved while the index refused it")
     assert not result.indexed
 

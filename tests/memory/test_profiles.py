@@ -23,13 +23,18 @@ def test_it_reads_a_missing_profile_as_empty(keys):
 
 
 def test_it_creates_a_session_profile_and_audits_it(keys, system):
-    row = ops.update_profile(keys, system, "session", name=" Travel club ", notes="Plans trips", add_traits=["friendly"])
+    row = ops.update_profile(
+        keys, system, "session", name=" Travel club ", notes="Plans trips", add_traits=["friendly"]
+    )
 
     assert (row.scope_key, row.type, row.sender_id, row.version) == (keys.scope_key, "session", "", 1)
     assert row.payload == {"name": "Travel club", "traits": ["friendly"], "preferences": [], "notes": "Plans trips"}
     entry = _last_audit()
     assert (entry.operation, entry.actor, entry.scope_key, entry.user_key) == (
-        "profile_update", "system:tests", keys.scope_key, keys.user_key,
+        "profile_update",
+        "system:tests",
+        keys.scope_key,
+        keys.user_key,
     )
     assert (entry.target_type, entry.target_id, entry.sender_id) == ("session_profile", "session", "")
     assert entry.payload["before"] is None
@@ -48,7 +53,12 @@ def test_it_updates_a_speaker_profile_keeping_every_version(keys, system):
     row = ops.update_profile(keys, system, "speaker", "u1", remove_traits=["Curious"], notes="Met in Paris")
 
     assert row.version == 3
-    assert row.payload == {"name": "Alice", "traits": ["kind", "patient"], "preferences": ["tea"], "notes": "Met in Paris"}
+    assert row.payload == {
+        "name": "Alice",
+        "traits": ["kind", "patient"],
+        "preferences": ["tea"],
+        "notes": "Met in Paris",
+    }
     versions = list(ProfileVersion.objects.filter(profile=row).order_by("version"))
     assert [v.version for v in versions] == [1, 2, 3]
     assert versions[0].payload["traits"] == ["curious", "kind"]
@@ -74,8 +84,13 @@ def test_it_keeps_name_and_notes_unless_given(keys, system):
 
 def test_it_accepts_exactly_20_traits_10_preferences_and_2000_chars_of_notes(keys, system):
     row = ops.update_profile(
-        keys, system, "speaker", "u1",
-        add_traits=[f"t{n}" for n in range(20)], add_preferences=[f"p{n}" for n in range(10)], notes="n" * 2000,
+        keys,
+        system,
+        "speaker",
+        "u1",
+        add_traits=[f"t{n}" for n in range(20)],
+        add_preferences=[f"p{n}" for n in range(10)],
+        notes="n" * 2000,
     )
     assert (len(row.payload["traits"]), len(row.payload["preferences"]), len(row.payload["notes"])) == (20, 10, 2000)
     # removing and adding in one update stays within the limit
@@ -86,7 +101,11 @@ def test_it_accepts_exactly_20_traits_10_preferences_and_2000_chars_of_notes(key
 def test_it_replaces_a_whole_profile_after_validation(keys, system):
     ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
     row = ops.replace_profile(
-        keys, system, "speaker", "u1", {"name": "Alicia", "traits": ["bold", "Bold"], "notes": "renamed", "extra": "dropped"}
+        keys,
+        system,
+        "speaker",
+        "u1",
+        {"name": "Alicia", "traits": ["bold", "Bold"], "notes": "renamed", "extra": "dropped"},
     )
     assert row.version == 2
     assert row.payload == {"name": "Alicia", "traits": ["bold"], "preferences": [], "notes": "renamed"}

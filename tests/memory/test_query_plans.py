@@ -32,10 +32,20 @@ def test_it_looks_episodes_up_by_id_through_the_unique_index(keys):
     assert "SCAN memory_episode" not in text, text
 
 
-@pytest.mark.parametrize(("query", "index"), [
-    (lambda keys: Episode.objects.filter(user_key=keys.user_key, superseded_by=IDS[0]), "episode_scope_superseded_by"),
-    (lambda keys: Episode.objects.filter(user_key=keys.user_key, imported_episode_id__in=IDS), "episode_scope_imported"),
-], ids=["replaced episodes", "imported duplicates"])
+@pytest.mark.parametrize(
+    ("query", "index"),
+    [
+        (
+            lambda keys: Episode.objects.filter(user_key=keys.user_key, superseded_by=IDS[0]),
+            "episode_scope_superseded_by",
+        ),
+        (
+            lambda keys: Episode.objects.filter(user_key=keys.user_key, imported_episode_id__in=IDS),
+            "episode_scope_imported",
+        ),
+    ],
+    ids=["replaced episodes", "imported duplicates"],
+)
 def test_it_seeks_the_scope_index_for_replaced_and_imported_episodes(keys, query, index):
     text = plan(query(keys))
     assert f"USING INDEX {index} (user_key=? AND" in text, text

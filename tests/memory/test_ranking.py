@@ -106,12 +106,20 @@ def test_it_does_not_weight_other_tags():
 
 # --- exact boost -----------------------------------------------------------------------------------
 
-EP = {"episode_id": "a1b2c3d4e5f6", "sender_id": "u42", "sender_name": "Alice", "tags": ["travel"], "content": "A trip to Beijing next month"}
+EP = {
+    "episode_id": "a1b2c3d4e5f6",
+    "sender_id": "u42",
+    "sender_name": "Alice",
+    "tags": ["travel"],
+    "content": "A trip to Beijing next month",
+}
 
 
 def _exact(query, **overrides):
     fields = dict(EP, **overrides)
-    return ranking.exact_score(query, fields["episode_id"], fields["sender_id"], fields["sender_name"], fields["tags"], fields["content"])
+    return ranking.exact_score(
+        query, fields["episode_id"], fields["sender_id"], fields["sender_name"], fields["tags"], fields["content"]
+    )
 
 
 @pytest.mark.parametrize(
@@ -214,7 +222,12 @@ def test_it_reports_a_breakdown_whose_product_is_the_score(db, keys, system):
     parts = hits[0].breakdown
     assert parts.similarity == pytest.approx(_cosine(query, content), abs=1e-4)
     assert parts.recency == pytest.approx(0.5, abs=1e-6)
-    assert (parts.importance, parts.speaker, parts.update, parts.exact) == (1.16, 1.12, 1.08, 1.3)  # "bob" = sender name
+    assert (parts.importance, parts.speaker, parts.update, parts.exact) == (
+        1.16,
+        1.12,
+        1.08,
+        1.3,
+    )  # "bob" = sender name
     product = math.prod(hits[0].as_dict()["breakdown"].values())
     assert hits[0].score == pytest.approx(product, abs=1e-5)
     assert hits[0].score == pytest.approx(parts.similarity * 0.5 * 1.16 * 1.12 * 1.08 * 1.3, abs=1e-5)
@@ -246,7 +259,9 @@ def test_it_lets_recency_and_importance_reorder_equally_similar_episodes(db, key
 
 
 def test_it_clamps_a_boosted_recall_score_to_one(db, keys, system):
-    made = ops.remember(keys, system, "Carol loves hiking", tags=["correction"], importance=5, sender_id="carol").episode
+    made = ops.remember(
+        keys, system, "Carol loves hiking", tags=["correction"], importance=5, sender_id="carol"
+    ).episode
     hit = ops.recall(keys, f"Carol loves hiking {made.episode_id}", current_speaker_id="carol")[0]
     assert hit.episode.episode_id == made.episode_id
     assert hit.breakdown.exact == 1.5

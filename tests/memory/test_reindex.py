@@ -173,7 +173,9 @@ def test_it_drops_the_leftover_of_an_interrupted_collection_rebuild(keys, scope_
         configuration={"hnsw": {"space": "cosine"}},
         metadata={"user_key": keys.user_key, "model": embeddings.current_model_id()},
     )
-    copy.upsert(ids=["feedfeedfeed"], embeddings=embeddings.embed(["stranded"]), metadatas=[{"user_key": keys.user_key}])
+    copy.upsert(
+        ids=["feedfeedfeed"], embeddings=embeddings.embed(["stranded"]), metadatas=[{"user_key": keys.user_key}]
+    )
 
     check = reindex(check_only=True)
     assert check.orphan_collections == 1 and check.drift == 1 and not check.ok

@@ -238,7 +238,9 @@ INSPECT = textwrap.dedent(
 
 
 def run_python(code: str, env: dict[str, str]) -> dict:
-    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
 

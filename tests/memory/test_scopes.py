@@ -171,7 +171,9 @@ def test_it_registers_both_isolations_of_one_session_as_two_scopes(db):
     ]
 
 
-@pytest.mark.parametrize("bot_uuid", ["memconsole-health-probe", "Memconsole-Health-Probe", " memconsole-health-probe "])
+@pytest.mark.parametrize(
+    "bot_uuid", ["memconsole-health-probe", "Memconsole-Health-Probe", " memconsole-health-probe "]
+)
 @pytest.mark.parametrize("isolation", ["session", "bot"])
 def test_it_reserves_the_health_probes_bot_for_the_probe(bot_uuid, isolation):
     with pytest.raises(ValidationError) as caught:

@@ -16,9 +16,21 @@ from memconsole import settings as project_settings
 REPO = Path(__file__).resolve().parents[2]
 SETTINGS_FILE = REPO / "memconsole" / "settings.py"
 ENV_NAMES = [
-    "MEMCONSOLE_ENV", "SECRET_KEY", "SECRET_KEY_FILE", "DEBUG", "DATABASE_URL", "ALLOWED_HOSTS", "MEMCONSOLE_FERNET_KEYS",
-    "MEMCONSOLE_FERNET_KEYS_FILE", "MEMCONSOLE_RECENCY_HALF_LIFE_DAYS", "MEMCONSOLE_SNAPSHOT_RETENTION_DAYS",
-    "MEMCONSOLE_MAX_CONTENT_CHARS", "CHROMA_HOST", "CHROMA_PORT", "CHROMA_PATH", "MEMCONSOLE_MODEL_DIR",
+    "MEMCONSOLE_ENV",
+    "SECRET_KEY",
+    "SECRET_KEY_FILE",
+    "DEBUG",
+    "DATABASE_URL",
+    "ALLOWED_HOSTS",
+    "MEMCONSOLE_FERNET_KEYS",
+    "MEMCONSOLE_FERNET_KEYS_FILE",
+    "MEMCONSOLE_RECENCY_HALF_LIFE_DAYS",
+    "MEMCONSOLE_SNAPSHOT_RETENTION_DAYS",
+    "MEMCONSOLE_MAX_CONTENT_CHARS",
+    "CHROMA_HOST",
+    "CHROMA_PORT",
+    "CHROMA_PATH",
+    "MEMCONSOLE_MODEL_DIR",
     "MEMCONSOLE_AUDIT_KEY",
 ]
 
@@ -48,7 +60,19 @@ def _load(**env: str) -> dict:
 # --- helpers ------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("raw, expected", [("1", True), ("true", True), ("YES", True), (" on ", True), ("0", False), ("False", False), ("no", False), ("off", False)])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        ("1", True),
+        ("true", True),
+        ("YES", True),
+        (" on ", True),
+        ("0", False),
+        ("False", False),
+        ("no", False),
+        ("off", False),
+    ],
+)
 def test_it_reads_booleans(clean_env, raw, expected):
     clean_env.setenv("SOME_FLAG", raw)
     assert project_settings.envbool("SOME_FLAG", not expected) is expected
@@ -173,9 +197,16 @@ def test_it_requires_a_secret_key_in_production(clean_env):
 
 def test_it_refuses_to_start_in_production_without_a_secret_key(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ENV_NAMES}
-    env.update(MEMCONSOLE_ENV="production", MEMCONSOLE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="memconsole.settings")
+    env.update(
+        MEMCONSOLE_ENV="production", MEMCONSOLE_VAR_DIR=str(tmp_path), DJANGO_SETTINGS_MODULE="memconsole.settings"
+    )
     started = subprocess.run(
-        [sys.executable, "-c", "import django; django.setup()"], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert started.returncode != 0
     assert "ImproperlyConfigured: SECRET_KEY is required when MEMCONSOLE_ENV=production" in started.stderr

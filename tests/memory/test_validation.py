@@ -21,7 +21,10 @@ def seeded(keys, system, settings):
     settings.MEMCONSOLE_MAX_CONTENT_CHARS = 200
     episode = ops.remember(keys, system, "A perfectly fine memory", sender_id="u1").episode
     ops.update_profile(
-        keys, system, "speaker", "u1",
+        keys,
+        system,
+        "speaker",
+        "u1",
         add_traits=[f"trait {n}" for n in range(20)],
         add_preferences=[f"preference {n}" for n in range(10)],
     )
@@ -99,8 +102,16 @@ def _bad_calls(keys, system, episode_id):
         (V, "traits", lambda: ops.update_profile(keys, system, "session", add_traits=["t" * 201])),
         (V, "type", lambda: ops.update_profile(keys, system, "group", notes="x")),
         (V, "sender_id", lambda: ops.update_profile(keys, system, "speaker", "", notes="x")),
-        (V, "traits", lambda: ops.replace_profile(keys, system, "session", "", {"traits": [f"t{n}" for n in range(21)]})),
-        (V, "preferences", lambda: ops.replace_profile(keys, system, "session", "", {"preferences": [f"p{n}" for n in range(11)]})),
+        (
+            V,
+            "traits",
+            lambda: ops.replace_profile(keys, system, "session", "", {"traits": [f"t{n}" for n in range(21)]}),
+        ),
+        (
+            V,
+            "preferences",
+            lambda: ops.replace_profile(keys, system, "session", "", {"preferences": [f"p{n}" for n in range(11)]}),
+        ),
         (V, "notes", lambda: ops.replace_profile(keys, system, "session", "", {"notes": "n" * 2001})),
         (V, "profile", lambda: ops.replace_profile(keys, system, "session", "", ["not", "a", "dict"])),
         (N, None, lambda: ops.rollback_profile(keys, system, "speaker", "u1", 99)),

@@ -52,7 +52,11 @@ def record_figure(section: str, name: str, value: Any) -> None:
         bucket = FIGURES.setdefault(section, {})
         if isinstance(value, list):
             bucket.setdefault(name, []).extend(value)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(bucket.get(name), (int, float)):
+        elif (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and isinstance(bucket.get(name), (int, float))
+        ):
             bucket[name] += value
         else:
             bucket[name] = value
@@ -241,7 +245,15 @@ class Server:
     def start(cls, env: dict[str, str], *args: str, timeout: float = 120) -> Server:
         port = free_port()
         victim = Victim.start(
-            [str(GUNICORN), "memconsole.wsgi", "-c", "python:memconsole.gunicorn_config", "-b", f"{LOOPBACK}:{port}", *args],
+            [
+                str(GUNICORN),
+                "memconsole.wsgi",
+                "-c",
+                "python:memconsole.gunicorn_config",
+                "-b",
+                f"{LOOPBACK}:{port}",
+                *args,
+            ],
             {"WEB_CONCURRENCY": "1", **env},
         )
         server = cls(victim, port)

@@ -58,8 +58,24 @@ OPERATOR_OBJECTS: list[Any] = [
     ["$ne", ""],
 ]
 ODD_VALUES: list[Any] = [
-    None, True, False, 0, -1, 2**63, -(2**63), 10**100, float("nan"), float("inf"), float("-inf"), -0.0, 3.5,
-    b"bytes", [], {}, [[[[["deep"]]]]], (1, 2),
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2**63,
+    -(2**63),
+    10**100,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    -0.0,
+    3.5,
+    b"bytes",
+    [],
+    {},
+    [[[[["deep"]]]]],
+    (1, 2),
 ]
 
 
@@ -109,7 +125,9 @@ def scope_fingerprint(user_key: str, scope_key: str) -> tuple:
             "episode_id", "content_stored", "tags", "importance", "status", "sender_id", "updated_at", "vector_current"
         )
     )
-    profiles = sorted(Profile.objects.filter(scope_key=scope_key).values_list("type", "sender_id", "version", "payload_stored"))
+    profiles = sorted(
+        Profile.objects.filter(scope_key=scope_key).values_list("type", "sender_id", "version", "payload_stored")
+    )
     ids = sorted(vectors.all_ids(user_key)) if user_key in vectors.list_collections().values() else []
     metadata = vectors.get(user_key, ids) if ids else {}
     counts = EpisodeCounts.objects.filter(user_key=user_key).values_list("active", "superseded", "archived").first()

@@ -38,13 +38,24 @@ def run_writers(site: Site, bot: str, isolation: str, folder: Path) -> tuple[lis
     processes = []
     for index in range(WRITERS):
         job = {
-            "index": index, "bot_uuid": bot, "session_name": SESSION, "isolation": isolation,
-            "operations": OPERATIONS, "seed": index * 7919, "ready": str(folder / f"ready-{index}"), "go": str(go),
+            "index": index,
+            "bot_uuid": bot,
+            "session_name": SESSION,
+            "isolation": isolation,
+            "operations": OPERATIONS,
+            "seed": index * 7919,
+            "ready": str(folder / f"ready-{index}"),
+            "go": str(go),
         }
         out = (folder / f"writer-{index}.out").open("w")
         err = (folder / f"writer-{index}.err").open("w")
         process = subprocess.Popen(
-            [PYTHON, str(SCRIPTS / "writer.py")], cwd=REPO, env=site.env, stdin=subprocess.PIPE, stdout=out, stderr=err,
+            [PYTHON, str(SCRIPTS / "writer.py")],
+            cwd=REPO,
+            env=site.env,
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
             text=True,
         )
         process.stdin.write(json.dumps(job))
@@ -88,7 +99,9 @@ def assert_nothing_lost(results: list[dict], state: dict) -> dict:
     assert not deleted & set(state["episodes"]), "a deleted episode came back"
     assert state["episodes"] == expected  # every acknowledged write, with its writer's last status, and nothing else
     assert state["counters"] == state["real_counts"]  # EpisodeCounts lost no increment
-    totals = {name: sum(r["counts"].get(name, 0) for r in results) for name in ("remember", "archive", "restore", "delete")}
+    totals = {
+        name: sum(r["counts"].get(name, 0) for r in results) for name in ("remember", "archive", "restore", "delete")
+    }
     for name, total in totals.items():
         assert state["operations"].get(name, 0) == total, (name, state["operations"])
     assert state["chain"]["ok"], state["chain"]
@@ -110,13 +123,24 @@ def assert_nothing_lost(results: list[dict], state: dict) -> dict:
 def concurrent_run(site: Site, tmp_path: Path, label: str, isolation: str) -> None:
     bot = f"conc-{label}-{secrets.token_hex(3)}"  # its own collections on the shared Chroma server
     results, elapsed = run_writers(site, bot, isolation, tmp_path / label)
-    state = site.script("scope_state.py", {"bot_uuid": bot, "session_name": SESSION, "isolation": isolation, "speaker": SPEAKER})
+    state = site.script(
+        "scope_state.py", {"bot_uuid": bot, "session_name": SESSION, "isolation": isolation, "speaker": SPEAKER}
+    )
     totals = assert_nothing_lost(results, state)
     profile_updates = len(state["speaker"]["versions"]) + len(state["session"]["versions"])
-    record_figure("concurrency", label, {
-        "writers": WRITERS, "isolation": isolation, "operations": WRITERS * OPERATIONS, **totals,
-        "profile_updates": profile_updates, "seconds": round(elapsed, 1), "audit_entries_checked": state["chain"]["checked"],
-    })
+    record_figure(
+        "concurrency",
+        label,
+        {
+            "writers": WRITERS,
+            "isolation": isolation,
+            "operations": WRITERS * OPERATIONS,
+            **totals,
+            "profile_updates": profile_updates,
+            "seconds": round(elapsed, 1),
+            "audit_entries_checked": state["chain"]["checked"],
+        },
+    )
 
 
 def test_it_loses_nothing_with_8_writers_on_sqlite(template_site, chroma_server, tmp_path):

@@ -38,8 +38,20 @@ def payload(field: str) -> str:
 
 RAW = re.compile(r'<script>alert\("xss-|onerror=alert\(|href="javascript:', re.IGNORECASE)
 SHOWN_FIELDS = [
-    "bot", "session", "content", "tag", "sender", "sendername", "pname", "trait", "pref", "notes", "spname",
-    "query", "qid", "token",
+    "bot",
+    "session",
+    "content",
+    "tag",
+    "sender",
+    "sendername",
+    "pname",
+    "trait",
+    "pref",
+    "notes",
+    "spname",
+    "query",
+    "qid",
+    "token",
 ]
 
 
@@ -68,28 +80,49 @@ def hostile_world(db, system):
     first = ops.remember(
         keys, by_token, payload("content"), tags=[payload("tag")], sender_id=sender, sender_name=payload("sendername")
     ).episode
-    second = ops.remember(keys, by_token, "a correction of " + payload("content"), tags=["correction"], sender_id=sender)
+    second = ops.remember(
+        keys, by_token, "a correction of " + payload("content"), tags=["correction"], sender_id=sender
+    )
     ops.archive(keys, system, [second.episode.episode_id])
-    ops.update_profile(keys, system, "session", name=payload("pname"), add_traits=[payload("trait")],
-                       add_preferences=[payload("pref")], notes=payload("notes"))
+    ops.update_profile(
+        keys,
+        system,
+        "session",
+        name=payload("pname"),
+        add_traits=[payload("trait")],
+        add_preferences=[payload("pref")],
+        notes=payload("notes"),
+    )
     ops.update_profile(keys, system, "session", notes=payload("notes") + " v2")
     ops.update_profile(keys, system, "speaker", sender, name=payload("spname"), add_traits=[payload("trait")])
-    snapshot = ops.record_injection(keys, by_token, payload("query"), query_id=payload("qid"), sender_id=sender,
-                                    sender_name=payload("sendername")).snapshot
+    snapshot = ops.record_injection(
+        keys, by_token, payload("query"), query_id=payload("qid"), sender_id=sender, sender_name=payload("sendername")
+    ).snapshot
     scope = Scope.objects.get(scope_key=keys.scope_key)
     return {"scope": scope, "episode": first, "snapshot": snapshot, "sender": sender, "keys": keys}
 
 
 def addresses(world) -> list[str]:
     scope, sender = world["scope"], world["sender"]
-    values = {"scope_id": scope.pk, "episode_id": world["episode"].episode_id,
-              "snapshot_id": world["snapshot"].snapshot_id}
+    values = {
+        "scope_id": scope.pk,
+        "episode_id": world["episode"].episode_id,
+        "snapshot_id": world["snapshot"].snapshot_id,
+    }
     urls = []
     for name, converters in console_get_routes():
         if "profile_type" in converters:
             for profile_type, query in (("session", ""), ("speaker", f"?sender={sender}")):
-                urls.append(reverse(name, kwargs={**{c: values[c] for c in converters if c != "profile_type"},
-                                                  "profile_type": profile_type}) + query)
+                urls.append(
+                    reverse(
+                        name,
+                        kwargs={
+                            **{c: values[c] for c in converters if c != "profile_type"},
+                            "profile_type": profile_type,
+                        },
+                    )
+                    + query
+                )
         else:
             urls.append(reverse(name, kwargs={c: values[c] for c in converters}))
     p = payload("echo")
@@ -125,7 +158,7 @@ def test_it_shows_every_field_escaped_on_every_console_page(hostile_world, admin
 
     for address, html in pages:
         match = RAW.search(html)
-        assert match is None, f"{address}: unescaped payload {html[max(0, match.start() - 80):match.end() + 80]!r}"
+        assert match is None, f"{address}: unescaped payload {html[max(0, match.start() - 80) : match.end() + 80]!r}"
     shown = {field for field in SHOWN_FIELDS if any(f"xss-{field}" in html for _, html in pages)}
     assert shown == set(SHOWN_FIELDS), f"never shown: {set(SHOWN_FIELDS) - shown}"
     record_figure("hostile_input", "console_pages_rendered", len(pages))

@@ -116,8 +116,18 @@ def test_it_survives_a_kill_during_a_bulk_import(template_site, import_files, tm
     site = template_site.copy_to(tmp_path / "site")
     count = BIG if size == "big" else SMALL
     args = [
-        PYTHON, str(MANAGE), "import_memory", str(import_files[size]), "--format", "langbot",
-        "--bot-uuid", BOT, "--session-name", "group_import", "--isolation", "session",
+        PYTHON,
+        str(MANAGE),
+        "import_memory",
+        str(import_files[size]),
+        "--format",
+        "langbot",
+        "--bot-uuid",
+        BOT,
+        "--session-name",
+        "group_import",
+        "--isolation",
+        "session",
     ]
 
     victim = kill_at(args, site.env, point)
@@ -131,8 +141,18 @@ def test_it_survives_a_kill_during_a_bulk_import(template_site, import_files, tm
     else:
         assert result["imports"] == []
     outcome = "committed" if imported else "rolled back"
-    record_figure("crash", "kill_points", [{"scenario": "import", "point": point.name, "outcome": outcome,
-                                            "drift_before_repair": result["drift_before"]["drift"]}])
+    record_figure(
+        "crash",
+        "kill_points",
+        [
+            {
+                "scenario": "import",
+                "point": point.name,
+                "outcome": outcome,
+                "drift_before_repair": result["drift_before"]["drift"],
+            }
+        ],
+    )
     assert "Traceback" not in victim.text()
 
 
@@ -166,8 +186,18 @@ def test_it_survives_a_kill_during_a_reindex(reindex_site, tmp_path, point):
     assert_recovered(result, point.name)
     assert result["episodes"] == reindex_site.seed["episodes"]  # nothing lost, nothing added
     assert result["drift_before"]["drift"] > 0  # the kill left work, which one run finished
-    record_figure("crash", "kill_points", [{"scenario": "reindex", "point": point.name, "outcome": "resumed",
-                                            "drift_before_repair": result["drift_before"]["drift"]}])
+    record_figure(
+        "crash",
+        "kill_points",
+        [
+            {
+                "scenario": "reindex",
+                "point": point.name,
+                "outcome": "resumed",
+                "drift_before_repair": result["drift_before"]["drift"],
+            }
+        ],
+    )
 
 
 # --- key rotation -------------------------------------------------------------------------------
@@ -201,8 +231,18 @@ def test_it_survives_a_kill_during_a_key_rotation(rotation_site, tmp_path, point
     assert result["episodes"] == rotation_site.seed["episodes"]
     assert result["not_under_newest_key"] == 0  # every sealed row now opens with the new key alone
     assert result["operations"]["key_rotation_started"] == 2 and result["operations"]["key_rotation"] == 1
-    record_figure("crash", "kill_points", [{"scenario": "rotate_keys", "point": point.name, "outcome": "resumed",
-                                            "drift_before_repair": result["drift_before"]["drift"]}])
+    record_figure(
+        "crash",
+        "kill_points",
+        [
+            {
+                "scenario": "rotate_keys",
+                "point": point.name,
+                "outcome": "resumed",
+                "drift_before_repair": result["drift_before"]["drift"],
+            }
+        ],
+    )
 
 
 # --- a burst of API remembers -------------------------------------------------------------------
@@ -288,9 +328,18 @@ def test_it_keeps_every_acknowledged_api_write_through_a_server_kill(template_si
     assert set(acknowledged) <= set(result["episode_ids"])
     in_flight = len(result["episode_ids"]) - len(acknowledged)
     assert 0 <= in_flight <= len(burst.threads)
-    record_figure("crash", "kill_points", [{"scenario": "api_burst", "point": f"after {acks} acks +{delay}s",
-                                            "outcome": f"{len(acknowledged)} acknowledged, {in_flight} more stored",
-                                            "drift_before_repair": result["drift_before"]["drift"]}])
+    record_figure(
+        "crash",
+        "kill_points",
+        [
+            {
+                "scenario": "api_burst",
+                "point": f"after {acks} acks +{delay}s",
+                "outcome": f"{len(acknowledged)} acknowledged, {in_flight} more stored",
+                "drift_before_repair": result["drift_before"]["drift"],
+            }
+        ],
+    )
     record_figure("crash", "api_acknowledged_writes_checked", len(acknowledged))
 
     if acks == API_KILL_POINTS[-1][0]:  # the restarted server serves what it acknowledged before
@@ -298,8 +347,13 @@ def test_it_keeps_every_acknowledged_api_write_through_a_server_kill(template_si
         try:
             status, answer = post_json(
                 f"{server.url}/api/v1/recall",
-                {"bot_uuid": BOT, "session_name": "group_api_1", "query": "the deploy of service 1 went fine",
-                 "statuses": ["active"], "top_k": 5},
+                {
+                    "bot_uuid": BOT,
+                    "session_name": "group_api_1",
+                    "query": "the deploy of service 1 went fine",
+                    "statuses": ["active"],
+                    "top_k": 5,
+                },
                 template_site.tokens[BOT],
             )
         finally:

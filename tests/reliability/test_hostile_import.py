@@ -133,7 +133,9 @@ def test_it_refuses_compressed_files_without_decompressing_them(tmp_path, system
 
 # --- hostile SQLite files -----------------------------------------------------------------------
 
-JW_COLUMNS = "id INTEGER PRIMARY KEY, session_id TEXT, timestamp TEXT, kind TEXT, content TEXT, metadata TEXT, encrypted INTEGER"
+JW_COLUMNS = (
+    "id INTEGER PRIMARY KEY, session_id TEXT, timestamp TEXT, kind TEXT, content TEXT, metadata TEXT, encrypted INTEGER"
+)
 JW_SELECT = "'group_1' AS session_id, '2024-01-01T00:00:00Z' AS timestamp, 'fact' AS kind, 'c' AS content, '{}' AS metadata, 0 AS encrypted"
 SQLITE_BOMBS = {
     # An endless recursive view: every read of `records` would run forever.
@@ -141,17 +143,24 @@ SQLITE_BOMBS = {
         f"CREATE VIEW records AS WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT x AS id, {JW_SELECT} FROM n"
     ],
     # A view making a 900 MB blob per row out of nothing.
-    "blob-bomb view": [f"CREATE VIEW records AS SELECT 1 AS id, {JW_SELECT.replace(chr(39) + 'c' + chr(39), 'zeroblob(900000000)')}"],
+    "blob-bomb view": [
+        f"CREATE VIEW records AS SELECT 1 AS id, {JW_SELECT.replace(chr(39) + 'c' + chr(39), 'zeroblob(900000000)')}"
+    ],
     "generated blob column": [
         "CREATE TABLE records (id INTEGER PRIMARY KEY, session_id TEXT, timestamp TEXT, kind TEXT, metadata TEXT, "
         "encrypted INTEGER, content BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL)",
         "INSERT INTO records (id, session_id, timestamp, kind, metadata, encrypted) VALUES (1, 'g_1', '2024-01-01', 'f', '{}', 0)",
     ],
-    "records in an attached temp name": ["CREATE TABLE other (x)", f"CREATE VIEW RECORDS AS SELECT 1 AS id, {JW_SELECT}"],
+    "records in an attached temp name": [
+        "CREATE TABLE other (x)",
+        f"CREATE VIEW RECORDS AS SELECT 1 AS id, {JW_SELECT}",
+    ],
     "deep JSON metadata": [
         f"CREATE TABLE records ({JW_COLUMNS})",
         "INSERT INTO records VALUES (1, 'group_1', '2024-01-01T00:00:00Z', 'fact', 'c', '"
-        + "[" * 100_000 + "]" * 100_000 + "', 0)",
+        + "[" * 100_000
+        + "]" * 100_000
+        + "', 0)",
     ],
     "a 2 MB content": [
         f"CREATE TABLE records ({JW_COLUMNS})",
@@ -184,10 +193,13 @@ def test_it_refuses_hostile_sqlite_files(tmp_path, system, name):
 
 
 def test_it_keeps_a_session_name_that_looks_like_a_path_as_plain_data(tmp_path, system):
-    path = sqlite_file(tmp_path / "memory.db", [
-        f"CREATE TABLE records ({JW_COLUMNS})",
-        "INSERT INTO records VALUES (1, '../../../etc/passwd', '2024-01-01T00:00:00Z', 'fact', 'c', '{}', 0)",
-    ])
+    path = sqlite_file(
+        tmp_path / "memory.db",
+        [
+            f"CREATE TABLE records ({JW_COLUMNS})",
+            "INSERT INTO records VALUES (1, '../../../etc/passwd', '2024-01-01T00:00:00Z', 'fact', 'c', '{}', 0)",
+        ],
+    )
     report = run_import(path, system, "jw-agents", session_name=None)
     assert [scope["session_name"] for scope in report.scopes.values()] == ["../../../etc/passwd"]
     assert Episode.objects.get().scope_key == "bot-a:../../../etc/passwd"
@@ -200,9 +212,23 @@ def test_it_refuses_an_endless_view_through_the_real_command_in_bounded_time(tem
     path = sqlite_file(tmp_path / "memory.db", SQLITE_BOMBS["endless recursive view"])
     started = time.monotonic()
     result = subprocess.run(
-        [PYTHON, str(MANAGE), "import_memory", str(path), "--format", "jw-agents", "--bot-uuid", "bot-a",
-         "--isolation", "session"],
-        cwd=REPO, env=site.env, capture_output=True, text=True, timeout=120,
+        [
+            PYTHON,
+            str(MANAGE),
+            "import_memory",
+            str(path),
+            "--format",
+            "jw-agents",
+            "--bot-uuid",
+            "bot-a",
+            "--isolation",
+            "session",
+        ],
+        cwd=REPO,
+        env=site.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1, result.stderr
     assert "is not an ordinary table; nothing was imported" in result.stderr
@@ -229,7 +255,9 @@ def test_it_imports_exactly_what_it_accepts_or_nothing(tmp_path, system):
     )
 
     @hypothesis_settings(
-        max_examples=40, deadline=None, derandomize=True,
+        max_examples=40,
+        deadline=None,
+        derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture],
     )
     @given(records=st.lists(record, min_size=1, max_size=3))
@@ -303,9 +331,7 @@ def test_it_never_uses_the_uploaded_name_as_a_path(tmp_path, system, name, monke
 
 def test_it_cleans_the_name_of_a_console_upload_too(admin_client_, tmp_path):
     upload = SimpleUploadedFile("../../<b>evil</b>.json", _valid_export(), content_type="application/json")
-    response = admin_client_.post(
-        "/import/", {"file": upload, "format": "langbot", **TARGET, "dry_run": ""}
-    )
+    response = admin_client_.post("/import/", {"file": upload, "format": "langbot", **TARGET, "dry_run": ""})
     assert response.status_code == 200, response.content[:500]
     page = response.content.decode()
     assert "<b>evil</b>" not in page and "../" not in page.split("File</dt>")[1][:200]

@@ -49,7 +49,9 @@ def other_scope(other_keys, system):
     return scope_fingerprint(other_keys.user_key, other_keys.scope_key)
 
 
-def draw_fields(data: st.DataObject, legal: dict[str, st.SearchStrategy], hostile: dict[str, st.SearchStrategy]) -> dict:
+def draw_fields(
+    data: st.DataObject, legal: dict[str, st.SearchStrategy], hostile: dict[str, st.SearchStrategy]
+) -> dict:
     """Up to two fields drawn from their hostile strategy, the others from the legal-typed one (so
     that an example is not refused for one field before the others are looked at)."""
     names = data.draw(st.lists(st.sampled_from(sorted(hostile)), max_size=2, unique=True), label="hostile fields")
@@ -92,8 +94,14 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
         before = rows()
         try:
             result = ops.remember(
-                keys, system, content, tags=tags, importance=importance, sender_id=sender_id,
-                sender_name=sender_name, timestamp=timestamp,
+                keys,
+                system,
+                content,
+                tags=tags,
+                importance=importance,
+                sender_id=sender_id,
+                sender_name=sender_name,
+                timestamp=timestamp,
             )
         except REFUSED:
             assert rows() == before
@@ -147,10 +155,18 @@ def test_it_never_writes_or_leaks_on_hostile_reads_and_filters(keys, other_keys,
         before = rows()
         try:
             if use_recall:
-                found = [hit.episode for hit in ops.recall(
-                    keys, query, top_k=top_k, sender_id=sender_id, tags=[tag] if tag is not None else None,
-                    statuses=statuses, importance_min=importance_min,
-                )]
+                found = [
+                    hit.episode
+                    for hit in ops.recall(
+                        keys,
+                        query,
+                        top_k=top_k,
+                        sender_id=sender_id,
+                        tags=[tag] if tag is not None else None,
+                        statuses=statuses,
+                        importance_min=importance_min,
+                    )
+                ]
             else:
                 found = ops.list_episodes(
                     keys, cursor=cursor, sender_id=sender_id, tag=tag, statuses=statuses, importance_min=importance_min
@@ -225,9 +241,29 @@ VALID = {
     "inject": {**SCOPE, "query": "where does Alice live", "sender_id": "u1"},
 }
 FIELDS = {
-    "remember": ["bot_uuid", "session_name", "isolation", "content", "tags", "importance", "sender_id", "sender_name", "timestamp"],
-    "recall": ["bot_uuid", "session_name", "isolation", "query", "top_k", "sender_id", "importance_min", "time_after",
-               "tags", "statuses"],
+    "remember": [
+        "bot_uuid",
+        "session_name",
+        "isolation",
+        "content",
+        "tags",
+        "importance",
+        "sender_id",
+        "sender_name",
+        "timestamp",
+    ],
+    "recall": [
+        "bot_uuid",
+        "session_name",
+        "isolation",
+        "query",
+        "top_k",
+        "sender_id",
+        "importance_min",
+        "time_after",
+        "tags",
+        "statuses",
+    ],
     "profile": ["bot_uuid", "session_name", "type", "sender_id", "set", "add_traits", "remove_traits"],
     "forget": ["bot_uuid", "session_name", "episode_id"],
     "inject": ["bot_uuid", "session_name", "query", "query_id", "sender_id", "sender_name", "top_k"],
@@ -242,7 +278,9 @@ def encode(body: dict) -> str:
         return json.dumps(body)
 
 
-def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(keys, system, other_keys, other_scope, settings):
+def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(
+    keys, system, other_keys, other_scope, settings
+):
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 10**6
     _, secret = tokens.create_token("bot a", ["bot-a"], Actor.system("tests"))
     client = Client()
@@ -255,13 +293,17 @@ def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(keys,
         data=st.data(),
     )
     def check(endpoint, data):
-        names = data.draw(st.lists(st.sampled_from(FIELDS[endpoint] + ["$where", "__proto__"]), min_size=1, max_size=2, unique=True))
+        names = data.draw(
+            st.lists(st.sampled_from(FIELDS[endpoint] + ["$where", "__proto__"]), min_size=1, max_size=2, unique=True)
+        )
         # Hostile text where the API takes text (often legal: then it must be stored exactly), or anything at all.
         value = st.one_of(hostile_text.filter(lambda v: len(v) < 20_000), json_hostile)
         body = {**VALID[endpoint], **{name: data.draw(value, label=name) for name in names}}
         before = rows()
         response = client.post(
-            f"/api/v1/{endpoint}", data=encode(body), content_type="application/json",
+            f"/api/v1/{endpoint}",
+            data=encode(body),
+            content_type="application/json",
             headers={"Authorization": f"Bearer {secret}"},
         )
         statuses[response.status_code] += 1
@@ -292,9 +334,15 @@ def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(keys,
         ("NaN literal", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": NaN}'),
         ("Infinity literal", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": Infinity}'),
         ("overflowing float", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": 1e999}'),
-        ("huge integer", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": ' + "9" * 5000 + "}"),
+        (
+            "huge integer",
+            '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": ' + "9" * 5000 + "}",
+        ),
         ("negative importance", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": -1}'),
-        ("deep nesting", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": ' + "[" * 50_000 + "]" * 50_000 + "}"),
+        (
+            "deep nesting",
+            '{"bot_uuid": "bot-a", "session_name": "g_1", "content": ' + "[" * 50_000 + "]" * 50_000 + "}",
+        ),
         ("operator as bot_uuid", '{"bot_uuid": {"$ne": ""}, "session_name": "g_1", "content": "x"}'),
         ("operator as content", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": {"$gt": ""}}'),
         ("operator as tag", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "tags": [{"$gt": ""}]}'),
@@ -323,8 +371,12 @@ def test_it_refuses_hostile_bearer_tokens(db):
     tokens.create_token("bot a", ["bot-a"], Actor.system("tests"))
     body = json.dumps({**SCOPE, "content": "x"})
     for secret in ['{"$ne": ""}', "mct_%", "mct_' OR '1'='1", "mct_" + "a" * 10_000, "mct_\u202e", "*", "null"]:
-        response = Client().post("/api/v1/remember", data=body, content_type="application/json",
-                                 headers={"Authorization": f"Bearer {secret}"})
+        response = Client().post(
+            "/api/v1/remember",
+            data=body,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret}"},
+        )
         assert response.status_code == 401, secret
     assert not Episode.objects.exists()
     assert math.isfinite(AuditEntry.objects.count())
@@ -335,8 +387,9 @@ def test_it_keeps_stored_text_exactly_and_filters_it_literally(keys, system):
     """SQL, wildcards and operators inside legal strings are data: stored as is, matched exactly."""
     texts = ["'; DROP TABLE memory_episode; --", "%", "_", "$ne", '{"$gt": ""}', "a\\b"]
     for text in texts:
-        ops.remember(keys, system, f"content {text}", tags=[text], sender_id=text,
-                     timestamp=datetime(2025, 1, 1, tzinfo=UTC))
+        ops.remember(
+            keys, system, f"content {text}", tags=[text], sender_id=text, timestamp=datetime(2025, 1, 1, tzinfo=UTC)
+        )
     for text in texts:
         by_tag = ops.list_episodes(keys, tag=text).episodes
         by_sender = ops.list_episodes(keys, sender_id=text).episodes

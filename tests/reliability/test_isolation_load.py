@@ -82,8 +82,9 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
     stop = threading.Event()
     try:
         for index, scope in enumerate(SCOPES):  # every scope exists before the load starts
-            status, answer = post_json(f"{server.url}/api/v1/remember", body(scope, content=f"{tag(scope)} first memory"),
-                                       tokens[scope[0]])
+            status, answer = post_json(
+                f"{server.url}/api/v1/remember", body(scope, content=f"{tag(scope)} first memory"), tokens[scope[0]]
+            )
             assert status == 201, answer
             ledger.written[index].add(answer["episode_id"])
         scope_ids = site.shell_json(
@@ -101,7 +102,9 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
                 scope = SCOPES[index]
                 content = f"{tag(scope)} note {rng.random():.8f}: the meeting moved to room {rng.randrange(99)}"
                 try:
-                    status, answer = post_json(f"{server.url}/api/v1/remember", body(scope, content=content), tokens[scope[0]])
+                    status, answer = post_json(
+                        f"{server.url}/api/v1/remember", body(scope, content=content), tokens[scope[0]]
+                    )
                 except OSError as exc:
                     ledger.violation(f"writer: {exc}")
                     return
@@ -138,10 +141,15 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
             with opener.open(f"{server.url}/accounts/login/", timeout=60) as page:
                 page.read()
             csrf = next(c.value for c in jar if c.name == "csrftoken")
-            form = urllib.parse.urlencode({"username": "checker", "password": "checker-horse-battery",
-                                           "csrfmiddlewaretoken": csrf}).encode()
-            opener.open(urllib.request.Request(f"{server.url}/accounts/login/", data=form,
-                                               headers={"Referer": f"{server.url}/accounts/login/"}), timeout=60).read()
+            form = urllib.parse.urlencode(
+                {"username": "checker", "password": "checker-horse-battery", "csrfmiddlewaretoken": csrf}
+            ).encode()
+            opener.open(
+                urllib.request.Request(
+                    f"{server.url}/accounts/login/", data=form, headers={"Referer": f"{server.url}/accounts/login/"}
+                ),
+                timeout=60,
+            ).read()
             while not stop.is_set():
                 index = rng.randrange(len(SCOPES))
                 scope = SCOPES[index]
@@ -153,18 +161,33 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
                 kind = rng.choice(["recall", "recall_by_id", "inject", "forget", "console", "other_token"])
                 try:
                     if kind == "recall":
-                        status, answer = post_json(f"{server.url}/api/v1/recall", body(
-                            scope, query="the meeting moved", top_k=50, statuses=["active", "archived", "superseded"]), token)
+                        status, answer = post_json(
+                            f"{server.url}/api/v1/recall",
+                            body(
+                                scope,
+                                query="the meeting moved",
+                                top_k=50,
+                                statuses=["active", "archived", "superseded"],
+                            ),
+                            token,
+                        )
                         check_episodes("recall", index, answer.get("episodes", []) if status == 200 else [])
                     elif kind == "recall_by_id":  # an id named in the query is matched exactly, but only in scope
-                        status, answer = post_json(f"{server.url}/api/v1/recall", body(
-                            scope, query=f"what about {foreign_id}", top_k=50), token)
+                        status, answer = post_json(
+                            f"{server.url}/api/v1/recall",
+                            body(scope, query=f"what about {foreign_id}", top_k=50),
+                            token,
+                        )
                         check_episodes("recall by id", index, answer.get("episodes", []) if status == 200 else [])
                     elif kind == "inject":
-                        status, answer = post_json(f"{server.url}/api/v1/inject", body(scope, query="meeting", top_k=10), token)
+                        status, answer = post_json(
+                            f"{server.url}/api/v1/inject", body(scope, query="meeting", top_k=10), token
+                        )
                         check_episodes("inject", index, answer["context"]["episodes"] if status == 200 else [])
                     elif kind == "forget":
-                        status, answer = post_json(f"{server.url}/api/v1/forget", body(scope, episode_id=foreign_id), token)
+                        status, answer = post_json(
+                            f"{server.url}/api/v1/forget", body(scope, episode_id=foreign_id), token
+                        )
                         if status != 404:
                             ledger.violation(f"forget of scope {other}'s {foreign_id} from scope {index}: {status}")
                         with ledger.lock:
@@ -206,8 +229,18 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
     assert result["missing"] == [] and result["chain"]["ok"] and result["counters_wrong"] == []
     assert result["check_after"]["ok"]
     assert ledger.checks >= 20 and ledger.seen > 0 and ledger.listed > 0, ledger
-    record_figure("isolation_under_load", "run", {
-        "scopes": len(SCOPES), "writers": WRITERS, "checkers": CHECKERS, "seconds": round(elapsed, 1),
-        "episodes_written": len(written), "cross_scope_checks": ledger.checks, "refused_cross_scope_attempts": ledger.refused,
-        "episodes_returned_and_checked": ledger.seen, "console_ids_checked": ledger.listed,
-    })
+    record_figure(
+        "isolation_under_load",
+        "run",
+        {
+            "scopes": len(SCOPES),
+            "writers": WRITERS,
+            "checkers": CHECKERS,
+            "seconds": round(elapsed, 1),
+            "episodes_written": len(written),
+            "cross_scope_checks": ledger.checks,
+            "refused_cross_scope_attempts": ledger.refused,
+            "episodes_returned_and_checked": ledger.seen,
+            "console_ids_checked": ledger.listed,
+        },
+    )

@@ -68,7 +68,9 @@ def row(route: str, method: str, path: str, *expected: Any, data: Any = None) ->
     return Row(route, method, path, tuple(expected), data)
 
 
-def api_row(route: str, method: str, path: str, own: Any, data: Any = None, *, open_: bool = False, status: int = 0) -> Row:
+def api_row(
+    route: str, method: str, path: str, own: Any, data: Any = None, *, open_: bool = False, status: int = 0
+) -> Row:
     if open_:  # no token needed: the same answer for everyone
         expected = (status,) * len(API_CALLERS)
     else:  # a console session is no API credential; another bot's token is refused for this bot
@@ -83,32 +85,113 @@ SCOPE_BODY = {"bot_uuid": "bot-a", "session_name": "group_100"}
 CONSOLE_ROWS = [
     #                                                                 anon   token  viewer ungrant oper   admin
     row("", "get", "/", LOGIN, LOGIN, 200, 200, 200, 200),
-    row("scopes/open/", "post", "/scopes/open/", LOGIN, LOGIN, REDIRECT, 404, REDIRECT, REDIRECT,
-        data={**SCOPE_BODY, "isolation": "session"}),
+    row(
+        "scopes/open/",
+        "post",
+        "/scopes/open/",
+        LOGIN,
+        LOGIN,
+        REDIRECT,
+        404,
+        REDIRECT,
+        REDIRECT,
+        data={**SCOPE_BODY, "isolation": "session"},
+    ),
     row(S, "get", "/scopes/{scope}/", LOGIN, LOGIN, REDIRECT, 404, REDIRECT, REDIRECT),
     row(S + "profiles/", "get", "/scopes/{scope}/profiles/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(S + "profiles/<str:profile_type>/", "get", "/scopes/{scope}/profiles/session/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(S + "profiles/<str:profile_type>/edit/", "post", "/scopes/{scope}/profiles/session/edit/",
-        LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT, data={"name": "Group", "traits": "", "preferences": "", "notes": ""}),
-    row(S + "profiles/<str:profile_type>/rollback/", "post", "/scopes/{scope}/profiles/session/rollback/",
-        LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT, data={"version": "1"}),
+    row(
+        S + "profiles/<str:profile_type>/", "get", "/scopes/{scope}/profiles/session/", LOGIN, LOGIN, 200, 404, 200, 200
+    ),
+    row(
+        S + "profiles/<str:profile_type>/edit/",
+        "post",
+        "/scopes/{scope}/profiles/session/edit/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        REDIRECT,
+        REDIRECT,
+        data={"name": "Group", "traits": "", "preferences": "", "notes": ""},
+    ),
+    row(
+        S + "profiles/<str:profile_type>/rollback/",
+        "post",
+        "/scopes/{scope}/profiles/session/rollback/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        REDIRECT,
+        REDIRECT,
+        data={"version": "1"},
+    ),
     row(S + "episodes/", "get", "/scopes/{scope}/episodes/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(S + "episodes/bulk/", "post", "/scopes/{scope}/episodes/bulk/", LOGIN, LOGIN, 403, 404, 200, 200,
-        data={"action": "archive", "episode_ids": "{episode}"}),
+    row(
+        S + "episodes/bulk/",
+        "post",
+        "/scopes/{scope}/episodes/bulk/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        200,
+        200,
+        data={"action": "archive", "episode_ids": "{episode}"},
+    ),
     row(S + "speakers/", "get", "/scopes/{scope}/speakers/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(E, "get", "/scopes/{scope}/episodes/{episode}/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(E + "archive/", "post", "/scopes/{scope}/episodes/{episode}/archive/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
-    row(E + "restore/", "post", "/scopes/{scope}/episodes/{episode}/restore/", LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+    row(
+        E + "archive/",
+        "post",
+        "/scopes/{scope}/episodes/{episode}/archive/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        REDIRECT,
+        REDIRECT,
+    ),
+    row(
+        E + "restore/",
+        "post",
+        "/scopes/{scope}/episodes/{episode}/restore/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        REDIRECT,
+        REDIRECT,
+    ),
     # Without "confirmed" the delete view asks first: the permission is checked before it asks.
     row(E + "delete/", "post", "/scopes/{scope}/episodes/{episode}/delete/", LOGIN, LOGIN, 403, 404, 403, 200),
     row(S + "injection/", "get", "/scopes/{scope}/injection/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(S + "injection/<snapshot:snapshot_id>/", "get", "/scopes/{scope}/injection/{snapshot}/",
-        LOGIN, LOGIN, 200, 404, 200, 200),
+    row(
+        S + "injection/<snapshot:snapshot_id>/",
+        "get",
+        "/scopes/{scope}/injection/{snapshot}/",
+        LOGIN,
+        LOGIN,
+        200,
+        404,
+        200,
+        200,
+    ),
     row(S + "audit/", "get", "/scopes/{scope}/audit/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(S + "audit/export/", "post", "/scopes/{scope}/audit/export/", LOGIN, LOGIN, 403, 404, 403, 200),
     row(S + "export/", "get", "/scopes/{scope}/export/", LOGIN, LOGIN, 200, 404, 200, 200),
-    row(S + "export/download/", "post", "/scopes/{scope}/export/download/", LOGIN, LOGIN, 403, 404, 403, 200,
-        data={"statuses": ["active"]}),
+    row(
+        S + "export/download/",
+        "post",
+        "/scopes/{scope}/export/download/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        403,
+        200,
+        data={"statuses": ["active"]},
+    ),
     row("import/", "get", "/import/", LOGIN, LOGIN, 403, 403, 403, 200),
     row("erasure/", "get", "/erasure/", LOGIN, LOGIN, 403, 403, 403, 200),
     row("erasure/", "post", "/erasure/", LOGIN, LOGIN, 403, 403, 403, 200, data={"sender_id": "u1", "bot_uuid": ""}),
@@ -123,12 +206,33 @@ OTHER_ROWS = [
     row("readyz", "get", "/readyz", 200, 200, 200, 200, 200, 200),
     row("accounts/login/", "get", "/accounts/login/", 200, 200, 200, 200, 200, 200),
     # An empty form: shown again with errors (and no failed login counted against the rate limit).
-    row("accounts/login/", "post", "/accounts/login/", 200, 200, 200, 200, 200, 200, data={"username": "", "password": ""}),
+    row(
+        "accounts/login/",
+        "post",
+        "/accounts/login/",
+        200,
+        200,
+        200,
+        200,
+        200,
+        200,
+        data={"username": "", "password": ""},
+    ),
     row("accounts/logout/", "post", "/accounts/logout/", LOGIN, LOGIN, LOGIN, LOGIN, LOGIN, LOGIN),
     row("accounts/password_change/", "get", "/accounts/password_change/", LOGIN, LOGIN, 200, 200, 200, 200),
     row("accounts/password_change/done/", "get", "/accounts/password_change/done/", LOGIN, LOGIN, 200, 200, 200, 200),
-    row("i18n/setlang/", "post", "/i18n/setlang/", REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT, REDIRECT,
-        data={"language": "es", "next": "/"}),
+    row(
+        "i18n/setlang/",
+        "post",
+        "/i18n/setlang/",
+        REDIRECT,
+        REDIRECT,
+        REDIRECT,
+        REDIRECT,
+        REDIRECT,
+        REDIRECT,
+        data={"language": "es", "next": "/"},
+    ),
 ]
 
 API_ROWS = [
@@ -161,7 +265,9 @@ ADMIN_MODELS = {
 
 def admin_rows() -> list[Row]:
     def staff_only(route: str, method: str, path: str, admin: Any, data: Any = None) -> Row:
-        return row(route, method, path, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, admin, data=data)
+        return row(
+            route, method, path, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, admin, data=data
+        )
 
     rows = [
         staff_only("admin/", "get", "/admin/", 200),
@@ -285,7 +391,6 @@ def call(client: Client, headers: dict, r: Row, values: dict, data: Any = None) 
         if r.method == "get":
             return client.get(path, headers=headers)
 
-
         return client.post(path, data=json.dumps(body or {}), content_type="application/json", headers=headers)
     if r.method == "get":
         return client.get(path, headers=headers)
@@ -347,13 +452,20 @@ def test_it_enforces_csrf_on_every_console_mutation(world):
 
 def test_it_exempts_only_the_token_authenticated_api_from_csrf(world):
     client, headers = client_for("own_token", world, enforce_csrf_checks=True)
-    response = client.post("/api/v1/remember", data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
-                           content_type="application/json", headers=headers)
+    response = client.post(
+        "/api/v1/remember",
+        data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
+        content_type="application/json",
+        headers=headers,
+    )
     assert response.status_code == 201
     # A logged-in browser session is no API credential, so a forged cross-site POST gets nothing.
     forged, _ = client_for("admin", world, enforce_csrf_checks=True)
-    response = forged.post("/api/v1/remember", data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
-                           content_type="application/json")
+    response = forged.post(
+        "/api/v1/remember",
+        data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
+        content_type="application/json",
+    )
     assert response.status_code == 401
 
 
@@ -365,9 +477,11 @@ def test_it_lets_no_bot_token_reach_another_bots_scope(world):
         for isolation in ("session", "bot"):
             body = {**fill(r.data, world["values"]), "isolation": isolation} if r.data else None
             path = fill(r.path, world["values"]) + (f"&isolation={isolation}" if r.method == "get" else "")
-            response = (client.get(path, headers=headers) if r.method == "get" else
-                        client.post(path, data=json.dumps(body), content_type="application/json",
-                                    headers=headers))
+            response = (
+                client.get(path, headers=headers)
+                if r.method == "get"
+                else client.post(path, data=json.dumps(body), content_type="application/json", headers=headers)
+            )
             assert response.status_code == 403, (r.path, isolation, response.content[:200])
     assert AuditEntry.objects.count() == before
     assert BotToken.objects.count() == 2

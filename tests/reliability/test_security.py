@@ -28,10 +28,22 @@ from .conftest import MANAGE, PYTHON, REPO, clean_env, record_figure
 pytestmark = pytest.mark.django_db
 
 SECURITY_SETTINGS = [
-    "DEBUG", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY", "SESSION_COOKIE_SAMESITE",
-    "CSRF_COOKIE_SAMESITE", "SECURE_SSL_REDIRECT", "SECURE_REDIRECT_EXEMPT", "SECURE_HSTS_SECONDS",
-    "SECURE_HSTS_INCLUDE_SUBDOMAINS", "SECURE_HSTS_PRELOAD", "SECURE_CONTENT_TYPE_NOSNIFF", "SECURE_REFERRER_POLICY",
-    "SECURE_CROSS_ORIGIN_OPENER_POLICY", "X_FRAME_OPTIONS", "SESSION_COOKIE_AGE",
+    "DEBUG",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SESSION_COOKIE_HTTPONLY",
+    "SESSION_COOKIE_SAMESITE",
+    "CSRF_COOKIE_SAMESITE",
+    "SECURE_SSL_REDIRECT",
+    "SECURE_REDIRECT_EXEMPT",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD",
+    "SECURE_CONTENT_TYPE_NOSNIFF",
+    "SECURE_REFERRER_POLICY",
+    "SECURE_CROSS_ORIGIN_OPENER_POLICY",
+    "X_FRAME_OPTIONS",
+    "SESSION_COOKIE_AGE",
 ]
 
 
@@ -54,8 +66,14 @@ def production_settings(tmp_path_factory) -> dict:
         "import json; from django.conf import settings as s; "
         f"print(json.dumps({{name: getattr(s, name) for name in {SECURITY_SETTINGS!r}}}))"
     )
-    result = subprocess.run([PYTHON, str(MANAGE), "shell", "-c", script], cwd=REPO, env=production_env(tmp_path),
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [PYTHON, str(MANAGE), "shell", "-c", script],
+        cwd=REPO,
+        env=production_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -63,7 +81,11 @@ def production_settings(tmp_path_factory) -> dict:
 def test_it_passes_check_deploy_with_production_settings(tmp_path):
     result = subprocess.run(
         [PYTHON, str(MANAGE), "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=REPO, env=production_env(tmp_path), capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        env=production_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "System check identified no issues" in result.stdout
@@ -150,8 +172,12 @@ def test_it_locks_out_an_account_from_an_ip_after_five_failures(viewer, settings
     assert locked.status_code == 429  # even the right password: locked out
     assert login(Client(), "viewer", PASSWORD, ip="198.51.100.9").status_code == 302  # same account, other IP
     assert login(Client(), "other", PASSWORD).status_code == 302  # other account, same IP
-    assert Client().post("/admin/login/", {"username": "viewer", "password": PASSWORD},
-                         REMOTE_ADDR="203.0.113.7").status_code == 429  # the admin login shares the limit
+    assert (
+        Client()
+        .post("/admin/login/", {"username": "viewer", "password": PASSWORD}, REMOTE_ADDR="203.0.113.7")
+        .status_code
+        == 429
+    )  # the admin login shares the limit
     attempt = AccessAttempt.objects.get(username="viewer", ip_address="203.0.113.7")
     assert attempt.failures_since_start >= 5
     for n in range(5):
@@ -177,8 +203,11 @@ def test_it_never_writes_passwords_or_tokens_to_logs_or_the_audit_log(caplog, se
     login(Client(), "secret-keeper", password[::-1] + "x", ip="198.51.100.20")
     client = Client()
     assert login(client, "secret-keeper", password, ip="198.51.100.10").status_code == 302
-    change = client.post("/accounts/password_change/", {"old_password": password, "new_password1": new_password,
-                                                         "new_password2": new_password}, REMOTE_ADDR="198.51.100.10")
+    change = client.post(
+        "/accounts/password_change/",
+        {"old_password": password, "new_password1": new_password, "new_password2": new_password},
+        REMOTE_ADDR="198.51.100.10",
+    )
     assert change.status_code == 302
 
     # Bot API: a token made by the command, used well and badly, then revoked and used again.
@@ -195,25 +224,41 @@ def test_it_never_writes_passwords_or_tokens_to_logs_or_the_audit_log(caplog, se
         (secret[:-2] + "xx", body, 401),
     ]
     for token, data, status in calls:
-        response = api.post("/api/v1/remember", data=data, content_type="application/json",
-                            headers={"Authorization": f"Bearer {token}"})
+        response = api.post(
+            "/api/v1/remember", data=data, content_type="application/json", headers={"Authorization": f"Bearer {token}"}
+        )
         assert response.status_code == status
     prefix = BotToken.objects.get(name="log check").prefix
     call_command("revoke_bot_token", prefix, stdout=io.StringIO(), stderr=io.StringIO())
-    assert api.post("/api/v1/remember", data=body, content_type="application/json",
-                    headers={"Authorization": f"Bearer {secret}"}).status_code == 401
+    assert (
+        api.post(
+            "/api/v1/remember",
+            data=body,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret}"},
+        ).status_code
+        == 401
+    )
 
     secret_part = secret.split("_", 2)[2]
-    forbidden = {"password": password, "new password": new_password, "wrong password": password[::-1],
-                 "token": secret, "token secret": secret_part}
+    forbidden = {
+        "password": password,
+        "new password": new_password,
+        "wrong password": password[::-1],
+        "token": secret,
+        "token secret": secret_part,
+    }
     assert caplog.records, "nothing was logged at all: the capture is not working"
     logged = caplog.text + "".join(str(r.args) for r in caplog.records)
     audit = "\n".join(
-        json.dumps(entry.payload) + " ".join(str(getattr(entry, f)) for f in ("actor", "target_id", "sender_id", "query_id"))
+        json.dumps(entry.payload)
+        + " ".join(str(getattr(entry, f)) for f in ("actor", "target_id", "sender_id", "query_id"))
         for entry in AuditEntry.objects.all()
     )
     axes = "\n".join(f"{a.post_data} {a.get_data}" for a in AccessAttempt.objects.all())
-    axes += "\n".join(f"{a.path_info} {a.user_agent}" for a in (*AccessLog.objects.all(), *AccessFailureLog.objects.all()))
+    axes += "\n".join(
+        f"{a.path_info} {a.user_agent}" for a in (*AccessLog.objects.all(), *AccessFailureLog.objects.all())
+    )
     tokens_table = "\n".join(f"{t.name} {t.prefix} {t.token_hash}" for t in BotToken.objects.all())
     for what, value in forbidden.items():
         assert value not in logged, f"the {what} is in the logs"

@@ -62,7 +62,12 @@ def breakdown_factors(breakdown: Any) -> list[dict[str, Any]]:
         return []
     keys = [key for key in BREAKDOWN_ORDER if key in values] + [key for key in values if key not in BREAKDOWN_ORDER]
     return [
-        {"key": key, "label": breakdown_label(str(key)), "value": values[key], "multiplier": key not in BREAKDOWN_SCORES}
+        {
+            "key": key,
+            "label": breakdown_label(str(key)),
+            "value": values[key],
+            "multiplier": key not in BREAKDOWN_SCORES,
+        }
         for key in keys
     ]
 
@@ -73,8 +78,14 @@ def pretty_json(value: Any) -> str:
 
 
 HEALTH_LEVELS = {
-    "ok": "green", "green": "green", "pass": "green", "healthy": "green",
-    "warn": "amber", "warning": "amber", "amber": "amber", "degraded": "amber",
+    "ok": "green",
+    "green": "green",
+    "pass": "green",
+    "healthy": "green",
+    "warn": "amber",
+    "warning": "amber",
+    "amber": "amber",
+    "degraded": "amber",
 }
 
 

@@ -47,23 +47,30 @@ def main() -> None:
     counts = EpisodeCounts.objects.filter(user_key=keys.user_key).first()
     chain = verify_audit_chain()
     seqs = list(AuditEntry.objects.order_by("seq").values_list("seq", flat=True))
-    print(json.dumps({
-        "episodes": dict(rows.values_list("episode_id", "status")),
-        "duplicate_ids": list(
-            Episode.objects.values("episode_id").annotate(n=Count("id")).filter(n__gt=1).values_list("episode_id", flat=True)
-        ),
-        "not_indexed": list(rows.filter(vector_current=False).values_list("episode_id", flat=True)),
-        "vectors": sorted(vectors.all_ids(keys.user_key)),
-        "counters": [counts.active, counts.superseded, counts.archived] if counts else [0, 0, 0],
-        "real_counts": [rows.filter(status=s).count() for s in ("active", "superseded", "archived")],
-        "operations": dict(
-            AuditEntry.objects.filter(user_key=keys.user_key).values_list("operation").annotate(n=Count("id"))
-        ),
-        "chain": {"ok": chain.ok, "checked": chain.checked, "reason": chain.reason},
-        "seq_contiguous": seqs == list(range(1, len(seqs) + 1)),
-        "speaker": profile_state(keys, "speaker", job["speaker"]),
-        "session": profile_state(keys, "session", ""),
-    }))
+    print(
+        json.dumps(
+            {
+                "episodes": dict(rows.values_list("episode_id", "status")),
+                "duplicate_ids": list(
+                    Episode.objects.values("episode_id")
+                    .annotate(n=Count("id"))
+                    .filter(n__gt=1)
+                    .values_list("episode_id", flat=True)
+                ),
+                "not_indexed": list(rows.filter(vector_current=False).values_list("episode_id", flat=True)),
+                "vectors": sorted(vectors.all_ids(keys.user_key)),
+                "counters": [counts.active, counts.superseded, counts.archived] if counts else [0, 0, 0],
+                "real_counts": [rows.filter(status=s).count() for s in ("active", "superseded", "archived")],
+                "operations": dict(
+                    AuditEntry.objects.filter(user_key=keys.user_key).values_list("operation").annotate(n=Count("id"))
+                ),
+                "chain": {"ok": chain.ok, "checked": chain.checked, "reason": chain.reason},
+                "seq_contiguous": seqs == list(range(1, len(seqs) + 1)),
+                "speaker": profile_state(keys, "speaker", job["speaker"]),
+                "session": profile_state(keys, "session", ""),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

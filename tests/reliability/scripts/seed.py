@@ -87,14 +87,19 @@ def seed_rotation(episodes: int, plain: int) -> dict:
         version.save()
     for i in range(60):
         snapshot = InjectionSnapshot(
-            snapshot_id=f"{i:032x}", session_name=keys.session_name, scope_key=keys.scope_key,
-            user_key=keys.user_key, isolation=keys.isolation,
+            snapshot_id=f"{i:032x}",
+            session_name=keys.session_name,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            isolation=keys.isolation,
         )
         snapshot.set_payload({"query": f"query {i}", "episodes": []})
         snapshot.save()
     with transaction.atomic():
         for i in range(200):
-            audit.append("remember", SYSTEM, scope_key=keys.scope_key, user_key=keys.user_key, summary=f"seeded entry {i}")
+            audit.append(
+                "remember", SYSTEM, scope_key=keys.scope_key, user_key=keys.user_key, summary=f"seeded entry {i}"
+            )
     ops.recount(keys.user_key)
     report = reindex(check_only=False)  # every row indexed: the rotation scenario starts without drift
     return {"episodes": Episode.objects.count(), "indexed": report.reembedded}

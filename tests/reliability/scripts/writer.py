@@ -67,7 +67,10 @@ def main() -> None:
         try:
             if operation == "remember":
                 result = ops.remember(
-                    keys, actor, f"writer {index} remembers fact {number}: {rng.random():.6f}", sender_id=f"w{index}",
+                    keys,
+                    actor,
+                    f"writer {index} remembers fact {number}: {rng.random():.6f}",
+                    sender_id=f"w{index}",
                     tags=[f"w{index}"],
                 )
                 status[result.episode.episode_id] = "active"
@@ -88,7 +91,11 @@ def main() -> None:
             elif operation == "speaker":
                 trait = f"w{index}-{number}"
                 row = ops.update_profile(
-                    keys, actor, "speaker", SHARED_SPEAKER, add_traits=[trait],
+                    keys,
+                    actor,
+                    "speaker",
+                    SHARED_SPEAKER,
+                    add_traits=[trait],
                     remove_traits=[last_trait] if last_trait else None,
                 )
                 last_trait = trait
@@ -99,17 +106,21 @@ def main() -> None:
             counts[operation] = counts.get(operation, 0) + 1
         except Exception as exc:  # reported, and the test fails on any
             errors.append(f"{operation}: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}")
-    print(json.dumps({
-        "index": index,
-        "created": created,
-        "deleted": deleted,
-        "status": status,
-        "speaker_acks": speaker_acks,
-        "session_acks": session_acks,
-        "last_trait": last_trait,
-        "counts": counts,
-        "errors": errors,
-    }))
+    print(
+        json.dumps(
+            {
+                "index": index,
+                "created": created,
+                "deleted": deleted,
+                "status": status,
+                "speaker_acks": speaker_acks,
+                "session_acks": session_acks,
+                "last_trait": last_trait,
+                "counts": counts,
+                "errors": errors,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

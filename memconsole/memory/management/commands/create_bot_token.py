@@ -15,7 +15,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="what the token is for, e.g. 'langbot production'")
         parser.add_argument(
-            "--bot", action="append", dest="bots", required=True, metavar="BOT_UUID", help="a bot the token may use (repeatable)"
+            "--bot",
+            action="append",
+            dest="bots",
+            required=True,
+            metavar="BOT_UUID",
+            help="a bot the token may use (repeatable)",
         )
 
     def handle(self, *args: Any, name: str, bots: list[str], **options: Any) -> None:

@@ -28,7 +28,10 @@ class Command(BaseCommand):
             self.stderr.write("erasing ...")
         try:
             report = erasure.erase_subject(
-                sender_id, bot_uuid=bot_uuid, actor=Actor.system(f"manage.py erase_subject ({getpass.getuser()})"), dry_run=dry_run
+                sender_id,
+                bot_uuid=bot_uuid,
+                actor=Actor.system(f"manage.py erase_subject ({getpass.getuser()})"),
+                dry_run=dry_run,
             )
         except ValidationError as exc:
             raise CommandError(exc.message) from None
@@ -41,6 +44,10 @@ class Command(BaseCommand):
                 f"{'compacted' if index.get('compacted') else 'not compacted: ' + str(index.get('reason') or index.get('error', ''))}; "
                 f"database: {'compacted' if database.get('compacted') else 'not compacted: ' + str(database.get('reason', ''))}"
             )
-        self.stdout.write(report.summary() + (f" (receipt {report.receipt_audit_id})" if report.receipt_audit_id else ""))
+        self.stdout.write(
+            report.summary() + (f" (receipt {report.receipt_audit_id})" if report.receipt_audit_id else "")
+        )
         if not dry_run and not report.vector_index.get("ok", True):
-            raise CommandError(f"the database part is done but the vector index was not purged: {report.vector_index.get('error')}")
+            raise CommandError(
+                f"the database part is done but the vector index was not purged: {report.vector_index.get('error')}"
+            )

@@ -26,15 +26,29 @@ class Command(BaseCommand):
         parser.add_argument("scope_key", help="the scope's key, e.g. '<bot_uuid>:group_123'")
         parser.add_argument("-o", "--output", help="write to this file (created 0600) instead of standard output")
         parser.add_argument(
-            "--statuses", nargs="+", choices=STATUSES, metavar="STATUS", help=f"only these statuses ({', '.join(STATUSES)}); default all"
+            "--statuses",
+            nargs="+",
+            choices=STATUSES,
+            metavar="STATUS",
+            help=f"only these statuses ({', '.join(STATUSES)}); default all",
         )
         parser.add_argument("--audit", action="store_true", help="include the scope's audit log")
         parser.add_argument(
-            "--isolation", choices=["session", "bot"], help="which of the scope's isolation modes, when it was seen with both"
+            "--isolation",
+            choices=["session", "bot"],
+            help="which of the scope's isolation modes, when it was seen with both",
         )
 
-    def handle(self, *args: Any, scope_key: str, output: str | None, statuses: list[str] | None, audit: bool,
-               isolation: str | None, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        scope_key: str,
+        output: str | None,
+        statuses: list[str] | None,
+        audit: bool,
+        isolation: str | None,
+        **options: Any,
+    ) -> None:
         scopes = Scope.objects.filter(scope_key=scope_key)
         if isolation:
             scopes = scopes.filter(isolation=isolation)
@@ -46,7 +60,10 @@ class Command(BaseCommand):
         try:
             keys = keys_of(found[0])
             stream = exports.stream_scope_export(
-                keys, Actor.system(f"manage.py export_scope ({getpass.getuser()})"), statuses=statuses, include_audit=audit
+                keys,
+                Actor.system(f"manage.py export_scope ({getpass.getuser()})"),
+                statuses=statuses,
+                include_audit=audit,
             )
         except ValidationError as exc:
             raise CommandError(exc.message) from None
@@ -57,7 +74,9 @@ class Command(BaseCommand):
         where = output or "standard output"
         self.stderr.write(
             f"Exported {keys.scope_key} ({keys.isolation}) to {where}: {counts['episodes']} episodes, "
-            f"{counts['profiles']} profiles" + (f", {counts['audit_entries']} audit entries" if audit else "") + f", {written:,} bytes."
+            f"{counts['profiles']} profiles"
+            + (f", {counts['audit_entries']} audit entries" if audit else "")
+            + f", {written:,} bytes."
         )
 
     def _write(self, stream: exports.ExportStream, output: str | None) -> int:

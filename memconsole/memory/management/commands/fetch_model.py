@@ -33,7 +33,9 @@ def install_archive(archive: Path, target: Path, expected_sha256: str) -> None:
 
 
 class Command(BaseCommand):
-    help = "Download chromadb's all-MiniLM-L6-v2 ONNX archive, verify its sha256 and install it into MEMCONSOLE_MODEL_DIR."
+    help = (
+        "Download chromadb's all-MiniLM-L6-v2 ONNX archive, verify its sha256 and install it into MEMCONSOLE_MODEL_DIR."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--from-file", help="install from an archive already on disk instead of downloading")

@@ -31,6 +31,8 @@ class Command(BaseCommand):
                 )
             )
         else:
-            self.stdout.write("Log in with the account created at the first start (reset with `manage.py changepassword`).")
+            self.stdout.write(
+                "Log in with the account created at the first start (reset with `manage.py changepassword`)."
+            )
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         marker.touch()

@@ -27,13 +27,28 @@ class Command(BaseCommand):
             help="the target session: required for bot-memory facts; for memconsole and langbot it replaces the file's own session; "
             "ignored for jw-agents (each session_id is a session)",
         )
-        parser.add_argument("--isolation", required=True, choices=["session", "bot"], help="the target scopes' isolation")
+        parser.add_argument(
+            "--isolation", required=True, choices=["session", "bot"], help="the target scopes' isolation"
+        )
         parser.add_argument("--dry-run", action="store_true", help="check the file and report; write nothing")
-        parser.add_argument("--fernet-key", help="jw-agents: the Fernet key of encrypted rows (default: $JW_MEMORY_KEY)")
+        parser.add_argument(
+            "--fernet-key", help="jw-agents: the Fernet key of encrypted rows (default: $JW_MEMORY_KEY)"
+        )
         parser.add_argument("--include-messages", action="store_true", help="bot-memory: also import messages")
 
-    def handle(self, *args: Any, file: str, fmt: str, bot_uuid: str, session_name: str | None, isolation: str,
-               dry_run: bool, fernet_key: str | None, include_messages: bool, **options: Any) -> None:
+    def handle(
+        self,
+        *args: Any,
+        file: str,
+        fmt: str,
+        bot_uuid: str,
+        session_name: str | None,
+        isolation: str,
+        dry_run: bool,
+        fernet_key: str | None,
+        include_messages: bool,
+        **options: Any,
+    ) -> None:
         self._shown = False
         try:
             report = imports.import_file(
@@ -56,7 +71,9 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: {exc}; nothing was imported") from None
         self._end_progress()
         for scope in report.scopes.values():
-            statuses = ", ".join(f"{name} {count}" for name, count in sorted(scope["statuses"].items())) or "no episodes"
+            statuses = (
+                ", ".join(f"{name} {count}" for name, count in sorted(scope["statuses"].items())) or "no episodes"
+            )
             self.stdout.write(
                 f"  {scope['scope_key']} ({scope['isolation']}): {scope['episodes']} episodes ({statuses}), "
                 f"{scope['profiles']} profiles, {scope['conflicts']} conflicts"

@@ -27,7 +27,9 @@ class Command(BaseCommand):
                 self.stdout.write(f"{check['status']:<5} {check['id']:<12} {check['detail']}")
                 if check.get("fix"):
                     self.stdout.write(f"{'':<18} fix: {check['fix']}")
-            self.stdout.write(f"health: {result['status']} ({len(result['checks'])} checks in {result['duration_ms']} ms)")
+            self.stdout.write(
+                f"health: {result['status']} ({len(result['checks'])} checks in {result['duration_ms']} ms)"
+            )
         code = health.EXIT_CODES[result["status"]]
         if code:
             failing = ", ".join(c["id"] for c in result["checks"] if c["status"] != health.OK)

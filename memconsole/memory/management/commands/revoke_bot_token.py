@@ -21,4 +21,6 @@ class Command(BaseCommand):
         if tokens.revoke(token, Actor.system("manage.py revoke_bot_token")):
             self.stdout.write(f"Token {token.prefix} ({token.name!r}) revoked.")
         else:
-            self.stdout.write(f"Token {token.prefix} ({token.name!r}) was already revoked on {token.revoked_at:%Y-%m-%d %H:%M}.")
+            self.stdout.write(
+                f"Token {token.prefix} ({token.name!r}) was already revoked on {token.revoked_at:%Y-%m-%d %H:%M}."
+            )
