@@ -12,13 +12,15 @@ export MEMCONSOLE_MODEL_DIR := $(SHARED_MODEL)
 endif
 endif
 
-.PHONY: run test test-fast lint bench migrate clean help
+.PHONY: run test test-fast lint format typecheck hooks bench migrate clean help
 
 help:
 	@echo "make run    - set up, migrate, load demo data on first start, serve http://$(HOST):$(PORT)"
 	@echo "make test   - set up the test environment and run the whole suite"
 	@echo "make bench  - run the benchmarks (see bench/README section in README.md)"
-	@echo "make lint   - ruff"
+	@echo "make lint   - the four gates CI runs before the tests: ruff format --check, ruff check, mypy,"
+	@echo "              makemigrations --check"
+	@echo "make typecheck - mypy alone;  make format - ruff format the tree;  make hooks - install the pre-commit hooks"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "memconsole needs Python 3.11 or newer" >&2; exit 1; }
@@ -44,8 +46,28 @@ run: migrate
 test: $(VENV)/.test-installed
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# The gates stop at the first failure; each says which one it is.
 lint: $(VENV)/.test-installed
-	$(BIN)/ruff check memconsole tests bench
+	@echo "== ruff format --check"
+	$(BIN)/ruff format --check .
+	@echo "== ruff check"
+	$(BIN)/ruff check .
+	@echo "== mypy"
+	$(BIN)/mypy
+	@echo "== makemigrations --check (every model change has its migration)"
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+typecheck: $(VENV)/.test-installed
+	$(BIN)/mypy
+
+format: $(VENV)/.test-installed
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --select I --fix .
+
+# pre-commit is a developer tool, not a test requirement: installed into .venv on demand.
+hooks: $(VENV)/.test-installed
+	$(BIN)/python -m pip install --quiet pre-commit==4.7.0
+	$(BIN)/pre-commit install
 
 bench: $(VENV)/.test-installed
 	$(BIN)/python bench/run.py $(BENCH_ARGS)

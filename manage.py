@@ -1,14 +1,16 @@
 #!/usr/bin/env python
 """Django's command-line utility for memconsole."""
 
+from __future__ import annotations
+
 import os
 import sys
+
+from django.core.management import execute_from_command_line
 
 
 def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memconsole.settings")
-    from django.core.management import execute_from_command_line
-
     execute_from_command_line(sys.argv)
 
 

@@ -23,6 +23,7 @@ Chroma): on a small machine the figures are a floor, not the server's capacity.
 
 from __future__ import annotations
 
+import argparse
 import http.client
 import json
 import os
@@ -35,6 +36,7 @@ import threading
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -52,10 +54,11 @@ TARGET = "0 errors (no rate target in issue 7)"
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
+        return port
 
 
-def wait_http(url: str, timeout: float, process: subprocess.Popen, log: Path) -> None:
+def wait_http(url: str, timeout: float, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -71,7 +74,7 @@ def wait_http(url: str, timeout: float, process: subprocess.Popen, log: Path) ->
     raise SystemExit(f"bench: {url} did not answer within {timeout:.0f} s:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def stop(process: subprocess.Popen) -> None:
+def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         try:
@@ -94,7 +97,7 @@ def recreate_postgres_database() -> bool:
         return False
 
 
-def start_chroma(workdir: Path) -> tuple[subprocess.Popen, int]:
+def start_chroma(workdir: Path) -> tuple[subprocess.Popen[bytes], int]:
     executable = Path(sys.executable).with_name("chroma")
     command = str(executable) if executable.exists() else shutil.which("chroma")
     if not command:
@@ -111,7 +114,7 @@ def start_chroma(workdir: Path) -> tuple[subprocess.Popen, int]:
     return process, port
 
 
-def start_gunicorn(env: dict[str, str], workdir: Path, workers: int) -> tuple[subprocess.Popen, int]:
+def start_gunicorn(env: dict[str, str], workdir: Path, workers: int) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     log = workdir / "gunicorn.log"
     process = subprocess.Popen(
@@ -135,7 +138,9 @@ def start_gunicorn(env: dict[str, str], workdir: Path, workers: int) -> tuple[su
 class Load:
     """CLIENTS threads sending requests until `count` are sent or `seconds` have passed."""
 
-    def __init__(self, port: int, token: str, path: str, bodies: list[dict], count: int, seconds: float) -> None:
+    def __init__(
+        self, port: int, token: str, path: str, bodies: list[dict[str, Any]], count: int, seconds: float
+    ) -> None:
         self.port, self.token, self.path, self.bodies = port, token, path, bodies
         self.count, self.seconds = count, seconds
         self.lock = threading.Lock()
@@ -143,7 +148,7 @@ class Load:
         self.latencies: list[float] = []
         self.errors: list[str] = []
 
-    def _next(self) -> dict | None:
+    def _next(self) -> dict[str, Any] | None:
         with self.lock:
             if self.sent >= self.count or time.perf_counter() > self.deadline:
                 return None
@@ -177,7 +182,7 @@ class Load:
                     self.errors.append(f"{status}: {payload[:200]!r}")
         conn.close()
 
-    def run(self) -> dict:
+    def run(self) -> dict[str, Any]:
         self.deadline = time.perf_counter() + self.seconds
         threads = [threading.Thread(target=self._client, daemon=True) for _ in range(CLIENTS)]
         started = time.perf_counter()
@@ -215,13 +220,21 @@ def run_backend(backend: str, n: int, count: int, seconds: float, workdir: Path)
 
 
 def _measure(
-    backend, n, count, seconds, workdir, database_url, chroma_host, chroma_port, workers
+    backend: str,
+    n: int,
+    count: int,
+    seconds: float,
+    workdir: Path,
+    database_url: str,
+    chroma_host: str,
+    chroma_port: int,
+    workers: int,
 ) -> list[harness.Record]:
     harness.setup_django(workdir, database_url, chroma_host, chroma_port)
     from django.db import connections
 
     from memconsole.lib import vectors
-    from memconsole.memory import operations, tokens
+    from memconsole.memory import episodes, retrieval, sync, tokens
     from memconsole.memory.audit import Actor
     from memconsole.memory.models import Episode
 
@@ -230,17 +243,17 @@ def _measure(
     vecs = dataset.cached_embeddings(n)
     dataset.bulk_load(((chats[i % CHATS], t) for i, t in enumerate(corpus.texts(n))), n, say=lambda _m: None)
     for keys in chats:
-        rows = list(Episode.objects.filter(user_key=keys.user_key).order_by("pk"))
+        rows = list(Episode.objects.in_scope(keys.user_key).order_by("pk"))
         for start in range(0, len(rows), 2000):
             part = rows[start : start + 2000]
-            operations.index_episodes(part, vecs[[int(e.episode_id, 16) for e in part]])
+            sync.index_episodes(part, vecs[[int(e.episode_id, 16) for e in part]])
     _token, secret = tokens.create_token("bench load", [dataset.BOT], Actor.system("bench"))
     harness.progress(f"{backend}: {n:,} episodes loaded and indexed over {CHATS} chats")
 
     fresh = list(corpus.texts(n + 2 * count + 100))[n:]
     queries = corpus.queries(count + 50)
 
-    def remember_body(i: int) -> dict:
+    def remember_body(i: int) -> dict[str, Any]:
         text = fresh[i]
         return {
             "bot_uuid": dataset.BOT,
@@ -252,7 +265,7 @@ def _measure(
             "sender_name": text.speaker.name,
         }
 
-    def recall_body(i: int) -> dict:
+    def recall_body(i: int) -> dict[str, Any]:
         return {
             "bot_uuid": dataset.BOT,
             "session_name": chats[i % CHATS].session_name,
@@ -264,7 +277,7 @@ def _measure(
     actor = Actor.system("bench")
     base_n = min(100, count)
     base_remember = harness.measure_each(
-        lambda i: operations.remember(
+        lambda i: episodes.remember(
             chats[i % CHATS],
             actor,
             fresh[count + i].content,
@@ -275,7 +288,7 @@ def _measure(
         warmup=0,
     )
     base_recall = harness.measure_each(
-        lambda i: operations.recall(chats[i % CHATS], queries[count + (i % 50)], top_k=10), list(range(base_n))
+        lambda i: retrieval.recall(chats[i % CHATS], queries[count + (i % 50)], top_k=10), list(range(base_n))
     )
     connections.close_all()
     vectors.reset_client()  # the embedded index is single-process: let the server open it alone
@@ -359,7 +372,7 @@ def main() -> None:
             harness.report(record)
 
 
-def _options(parser) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=["sqlite", "postgres", "all"], default="all")
     parser.add_argument("--requests", type=int, default=400, help="requests per phase at most (default 400)")
     parser.add_argument("--seconds", type=float, default=30, help="seconds per phase at most (default 30)")

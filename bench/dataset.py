@@ -1,5 +1,5 @@
 """Bulk loading for the benchmarks: episodes straight through the ORM's bulk path, counters through
-`operations.recount`, vectors through `operations.index_episodes`, embeddings cached between runs.
+`counters.recount`, vectors through `sync.index_episodes`, embeddings cached between runs.
 
 Call only after `harness.setup_django()`.
 """
@@ -11,10 +11,14 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from bench import corpus, harness
+
+if TYPE_CHECKING:
+    from memconsole.memory.scopes import ScopeKeys
 
 STATUS_WEIGHTS = (("active", 85), ("archived", 10), ("superseded", 5))
 BOT = "bench-bot"
@@ -22,11 +26,11 @@ BOT = "bench-bot"
 
 @dataclass(frozen=True)
 class LoadedScope:
-    keys: object  # ScopeKeys
+    keys: ScopeKeys
     count: int
 
 
-def scope_keys(session_name: str, bot_uuid: str = BOT, isolation: str = "session"):
+def scope_keys(session_name: str, bot_uuid: str = BOT, isolation: str = "session") -> ScopeKeys:
     from memconsole.memory.scopes import derive_scope
 
     return derive_scope(bot_uuid, session_name, isolation)
@@ -39,7 +43,7 @@ def _status_picker(rng: random.Random) -> Callable[[], str]:
 
 
 def bulk_load(
-    assignments: Iterable[tuple[object, corpus.Text]],
+    assignments: Iterable[tuple[ScopeKeys, corpus.Text]],
     total: int,
     *,
     seed: int = 7,
@@ -53,7 +57,7 @@ def bulk_load(
     from django.db import transaction
     from django.utils import timezone
 
-    from memconsole.memory import operations
+    from memconsole.memory import counters, models
     from memconsole.memory.models import Episode
     from memconsole.memory.scopes import register_scope
 
@@ -62,7 +66,7 @@ def bulk_load(
     now = now or timezone.now()
     start = now - timedelta(days=365)
     step = timedelta(days=365) / max(total, 1)
-    seen: dict[str, object] = {}
+    seen: dict[str, ScopeKeys] = {}
     rows: list[Episode] = []
     written = 0
 
@@ -85,7 +89,7 @@ def bulk_load(
             user_key=keys.user_key,
             scope_key=keys.scope_key,
             tags=text.tags,
-            tags_text=operations.tags_text(text.tags),
+            tags_text=models.tags_text(text.tags),
             importance=text.importance,
             timestamp=when,
             sender_id=text.speaker.sender_id,
@@ -105,7 +109,7 @@ def bulk_load(
     with transaction.atomic():
         for keys in seen.values():
             register_scope(keys)
-            operations.recount(keys.user_key)
+            counters.recount(keys.user_key)
     return written
 
 

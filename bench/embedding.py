@@ -9,8 +9,10 @@ length and pads each batch to its longest text; chromadb pads every text to 256 
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -18,6 +20,9 @@ if __package__ in (None, ""):
 import numpy as np
 
 from bench import corpus, harness
+
+if TYPE_CHECKING:
+    from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
 CHROMA_FILES = (
     "config.json",
@@ -31,7 +36,7 @@ TARGET_RATIO = 10.0
 TARGET_COSINE = 1e-4
 
 
-def chroma_embedder(model_dir: Path, folder: Path):
+def chroma_embedder(model_dir: Path, folder: Path) -> ONNXMiniLM_L6_V2:
     """chromadb's own embedding function reading `model_dir` (refuses to download anything)."""
     from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
@@ -45,10 +50,11 @@ def chroma_embedder(model_dir: Path, folder: Path):
     function = ONNXMiniLM_L6_V2(preferred_providers=["CPUExecutionProvider"])
     function.DOWNLOAD_PATH = folder
 
-    def no_download(*_args, **_kwargs):
+    def no_download(*_args: object, **_kwargs: object) -> None:
         raise RuntimeError("the benchmark never downloads a model")
 
-    function._download = no_download
+    # chromadb has no switch to stop it downloading a missing model: replace its private downloader.
+    function._download = no_download  # type: ignore[assignment]  # noqa: SLF001
     return function
 
 
@@ -58,6 +64,7 @@ def run(texts_count: int, workdir: Path, baseline_sample: int) -> harness.Record
 
     harness.require_real_model()
     embedder = embeddings.get_embedder()
+    assert isinstance(embedder, embeddings.OnnxEmbedder)  # require_real_model() exits on the fallback
     texts = [t.content for t in corpus.texts(texts_count)]
     tokens = [len(e.ids) for e in embedder.tokenizer.encode_batch(texts)]
     harness.progress(f"{len(texts):,} texts, {np.mean(tokens):.1f} tokens on average (max {max(tokens)})")
@@ -135,7 +142,7 @@ def main() -> None:
         harness.report(run(args.texts or args.episodes, workdir, sample))
 
 
-def _options(parser) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--texts", type=int, default=None, help="number of texts (default: --episodes, 2,000)")
     parser.add_argument(
         "--baseline-sample", type=int, default=500, help="texts chromadb embeds (an even sample; default 500)"

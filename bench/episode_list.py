@@ -13,7 +13,7 @@ server-side render, session saved on every request as in production:
   `?p=1000`, plus the same status and speaker filters), logged in as a superuser. Episode is not
   registered in memconsole's admin, so it is registered here, in this process only, with a plain
   `ModelAdmin` (Django's defaults: 100 rows a page, a full COUNT for the paginator);
-- `operations.list_episodes` itself against Django's Paginator (COUNT + OFFSET) on the scope.
+- `episodes.list_episodes` itself against Django's Paginator (COUNT + OFFSET) on the scope.
 
     .venv/bin/python -m bench.episode_list [--episodes 1000000] [--deep 10000]
 """
@@ -25,12 +25,20 @@ import re
 import resource
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import corpus, dataset, harness
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
+    from django.test import Client
+
+    from memconsole.memory.scopes import ScopeKeys
 
 TARGET_MS = 15.0
 TARGET_DEEP_SLOWDOWN = 1.20
@@ -41,13 +49,13 @@ NEXT_LINK = re.compile(r'<a rel="next" href="([^"]+)"')
 FAULTS_PER_REQUEST = 0.0
 
 
-def load(n: int) -> tuple[object, int]:
+def load(n: int) -> tuple[ScopeKeys, int]:
     """Bulk-load the big scope (n) and the small ones (n/10 in all); return the big scope's keys."""
     big = dataset.scope_keys("group_big_chat")
     others = [dataset.scope_keys(f"group_{i:03d}") for i in range(OTHER_SCOPES)]
     total = n + n // 10
 
-    def assignments():
+    def assignments() -> Iterator[tuple[ScopeKeys, corpus.Text]]:
         for position, text in enumerate(corpus.texts(total)):
             if position % 11 == 10:
                 yield others[(position // 11) % OTHER_SCOPES], text
@@ -60,7 +68,7 @@ def load(n: int) -> tuple[object, int]:
     return big, written
 
 
-def users():
+def users() -> tuple[User, User, User]:
     from django.contrib.auth.models import Group, User
 
     from memconsole.memory import roles
@@ -86,27 +94,27 @@ def register_admin_baseline() -> str:
 
 
 def rounds(
-    console,
-    viewer_client,
-    admin_client,
-    pages: dict,
-    admin_urls: dict,
+    console: Client,
+    viewer_client: Client,
+    admin_client: Client,
+    pages: dict[str, str],
+    admin_urls: dict[str, str],
     budget_s: float = 40.0,
     console_per_round: int = 3,
     min_rounds: int = 5,
     max_rounds: int = 20,
-):
+) -> tuple[dict[str, harness.Timing], dict[str, harness.Timing], harness.Timing]:
     """Round-robin samples: each round times every console page `console_per_round` times, page 1
     as a viewer as often, and every admin page once, so that both sides meet the same load."""
     for label in pages:  # warm up
         get_ok(console, pages[label])
         get_ok(admin_client, admin_urls[label])
     get_ok(viewer_client, pages["page1"])
-    ours = {label: [] for label in pages}
-    theirs = {label: [] for label in pages}
+    ours: dict[str, list[float]] = {label: [] for label in pages}
+    theirs: dict[str, list[float]] = {label: [] for label in pages}
     viewer: list[float] = []
 
-    def timed(client, url) -> float:
+    def timed(client: Client, url: str) -> float:
         t0 = time.perf_counter()
         get_ok(client, url)
         return time.perf_counter() - t0
@@ -120,8 +128,7 @@ def rounds(
             for _ in range(console_per_round):
                 ours[label].append(timed(console, pages[label]))
             theirs[label].append(timed(admin_client, admin_urls[label]))
-        for _ in range(console_per_round):
-            viewer.append(timed(viewer_client, pages["page1"]))
+        viewer.extend(timed(viewer_client, pages["page1"]) for _ in range(console_per_round))
         done += 1
     requests = sum(len(v) for v in ours.values()) + sum(len(v) for v in theirs.values()) + len(viewer)
     global FAULTS_PER_REQUEST
@@ -133,7 +140,7 @@ def rounds(
     )
 
 
-def through_server(workdir: Path, user, url: str, samples: int = 40) -> harness.Timing:
+def through_server(workdir: Path, user: User, url: str, samples: int = 40) -> harness.Timing:
     """Page timings through `make run`'s real server (gunicorn on loopback, keep-alive), logged in
     with a session made for `user`: the production path, at the production call depth."""
     import http.client
@@ -175,18 +182,18 @@ def through_server(workdir: Path, user, url: str, samples: int = 40) -> harness.
     return harness.Timing(timings)
 
 
-def get_ok(client, url: str):
+def get_ok(client: Client, url: str) -> bytes:
     response = client.get(url)
     if response.status_code != 200:
         raise SystemExit(f"bench: GET {url} answered {response.status_code}")
-    return response
+    return response.content
 
 
-def follow_next(client, url: str, rows_deep: int) -> tuple[str, int]:
+def follow_next(client: Client, url: str, rows_deep: int) -> tuple[str, int]:
     """Follow the page's own Next links until `rows_deep` rows have been skipped."""
     pages = rows_deep // PAGE_SIZE
     for _ in range(pages):
-        body = get_ok(client, url).content.decode()
+        body = get_ok(client, url).decode()
         match = NEXT_LINK.search(body)
         if not match:
             raise SystemExit(f"bench: no Next link on {url}")
@@ -203,15 +210,15 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     from django.test import Client
     from django.urls import reverse
 
-    from memconsole.memory import operations
+    from memconsole.memory import episodes
     from memconsole.memory.models import Episode, EpisodeCounts, Scope
 
     keys, total = load(n)
     counts = EpisodeCounts.objects.get(user_key=keys.user_key)
     scope = Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
     deep_rows = min(deep_rows, (counts.active // PAGE_SIZE - 1) * PAGE_SIZE)
-    speaker = Episode.objects.filter(user_key=keys.user_key).order_by("-id").values_list("sender_id", flat=True)[0]
-    speaker_rows = Episode.objects.filter(user_key=keys.user_key, sender_id=speaker, status="active").count()
+    speaker = Episode.objects.in_scope(keys.user_key).order_by("-id").values_list("sender_id", flat=True)[0]
+    speaker_rows = Episode.objects.in_scope(keys.user_key).filter(sender_id=speaker, status="active").count()
 
     console_user, viewer, superuser = users()
     console = Client()
@@ -311,16 +318,14 @@ def run(n: int, deep_rows: int, workdir: Path) -> list[harness.Record]:
     # The domain operation alone, against Django's Paginator (COUNT + OFFSET) on the scope.
     cursor = None
     for _ in range(deep_rows // PAGE_SIZE):
-        cursor = operations.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]).next_cursor
-    rows = Episode.objects.filter(user_key=keys.user_key, status="active").order_by("-id")
+        cursor = episodes.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]).next_cursor
+    rows = Episode.objects.in_scope(keys.user_key).filter(status="active").order_by("-id")
     deep_number = deep_rows // PAGE_SIZE + 1
     with harness.measuring() as measured_domain:
         domain = harness.interleaved(
             {
-                "op_first": lambda _i: operations.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]),
-                "op_deep": lambda _i: operations.list_episodes(
-                    keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]
-                ),
+                "op_first": lambda _i: episodes.list_episodes(keys, limit=PAGE_SIZE, statuses=["active"]),
+                "op_deep": lambda _i: episodes.list_episodes(keys, cursor=cursor, limit=PAGE_SIZE, statuses=["active"]),
                 "off_first": lambda _i: list(Paginator(rows, PAGE_SIZE).page(1)),
                 "off_deep": lambda _i: list(Paginator(rows, PAGE_SIZE).page(deep_number)),
             },

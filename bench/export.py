@@ -17,12 +17,17 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import corpus, dataset, harness
+
+if TYPE_CHECKING:
+    from memconsole.memory.scopes import ScopeKeys
 
 TARGET_RATE = 30_000
 TARGET_RSS_MB = 50
@@ -61,7 +66,7 @@ def child(workdir: Path, session_name: str, out: Path) -> None:
     )
 
 
-def export_in_child(workdir: Path, session_name: str) -> dict:
+def export_in_child(workdir: Path, session_name: str) -> dict[str, Any]:
     out = workdir / f"{session_name}.json"
     result = subprocess.run(
         [sys.executable, "-m", "bench.export", "--child", str(workdir), session_name, str(out)],
@@ -73,7 +78,7 @@ def export_in_child(workdir: Path, session_name: str) -> dict:
     )
     if result.returncode != 0:
         raise SystemExit(f"bench: export child failed:\n{result.stderr[-3000:]}")
-    figures = json.loads(result.stdout.strip().splitlines()[-1])
+    figures: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     out.unlink(missing_ok=True)
     return figures
 
@@ -84,7 +89,7 @@ def run(n: int, workdir: Path) -> harness.Record:
     big, small = dataset.scope_keys("group_export_big"), dataset.scope_keys("group_export_small")
     total = n + small_n
 
-    def assignments():
+    def assignments() -> Iterator[tuple[ScopeKeys, corpus.Text]]:
         for position, text in enumerate(corpus.texts(total)):
             yield (small if position % 11 == 10 and position // 11 < small_n else big), text
 
@@ -105,7 +110,7 @@ def run(n: int, workdir: Path) -> harness.Record:
         f"export of {big_fig['episodes']:,}: {big_fig['seconds']:.2f} s, peak RSS {big_fig['peak_rss_mb']:.0f} MB"
     )
 
-    def figures(f: dict) -> dict:
+    def figures(f: dict[str, Any]) -> dict[str, Any]:
         return {
             "episodes": f["episodes"],
             "seconds": round(f["seconds"], 2),

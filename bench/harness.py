@@ -17,7 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -95,7 +95,7 @@ def setup_django(
 
 
 @contextmanager
-def workspace(keep: bool = False, prefix: str = "memconsole-bench-"):
+def workspace(keep: bool = False, prefix: str = "memconsole-bench-") -> Iterator[Path]:
     """A temporary folder for one benchmark's database and index, removed afterwards."""
     path = Path(tempfile.mkdtemp(prefix=prefix))
     try:
@@ -178,9 +178,10 @@ def measure_each(fn: Callable[[Any], Any], inputs: list[Any], warmup: int = 2) -
     return Timing(samples)
 
 
-def interleaved(methods: dict[str, Callable[[Any], Any]], inputs: list[Any], warmup: int = 2) -> dict[str, Timing]:
+def interleaved(methods: dict[str, Callable[..., object]], inputs: list[Any], warmup: int = 2) -> dict[str, Timing]:
     """Time every method on each input in turn (A, B, C on input 1, then on input 2...), so that a
-    change in machine load during the run touches every method alike."""
+    change in machine load during the run touches every method alike. Each method is called with one
+    input (`...`: some bind a loop variable as a default argument)."""
     for x in inputs[:warmup]:
         for fn in methods.values():
             fn(x)
@@ -194,7 +195,7 @@ def interleaved(methods: dict[str, Callable[[Any], Any]], inputs: list[Any], war
 
 
 @contextmanager
-def stopwatch():
+def stopwatch() -> Iterator[Callable[[], float]]:
     """`with stopwatch() as elapsed: ...` then `elapsed()` gives seconds."""
     start = time.perf_counter()
     end: list[float] = []
@@ -255,8 +256,7 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     widths = [max(len(h), *(len(r[i]) for r in cells)) if cells else len(h) for i, h in enumerate(headers)]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     out = [line, "  ".join("-" * w for w in widths)]
-    for row in cells:
-        out.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    out.extend("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
     return "\n".join(out)
 
 
@@ -443,7 +443,7 @@ def wait_for_quiet(max_wait: float, threshold: float = 0.15, window: float = 10.
 
 
 def arguments(
-    description: str, episodes: int, extra: Callable[[argparse.ArgumentParser], None] | None = None
+    description: str, episodes: int, extra: Callable[[argparse.ArgumentParser], object] | None = None
 ) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--episodes", type=int, default=episodes, help=f"data size (default {episodes:,})")

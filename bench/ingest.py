@@ -1,9 +1,9 @@
 """Benchmark 6a: ingest through the domain operations, embedding included.
 
-- `operations.remember`, one episode a call as a bot sends them (validation, embedding, database
+- `episodes.remember`, one episode a call as a bot sends them (validation, embedding, database
   row, audit-chain entry, counters, vector write), against the bare minimum a vector store needs
   for the same episode: embed it and upsert it into Chroma (no database, no audit);
-- batched ingest, as an import does it: rows with `bulk_create`, then `operations.index_episodes`
+- batched ingest, as an import does it: rows with `bulk_create`, then `sync.index_episodes`
   in batches of 256 (one embedding call and one Chroma upsert a batch), against `remember` one at
   a time.
 
@@ -31,7 +31,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
     from django.utils import timezone
 
     from memconsole.lib import embeddings, vectors
-    from memconsole.memory import operations
+    from memconsole.memory import episodes, paging, sync
     from memconsole.memory.audit import Actor
     from memconsole.memory.models import Episode
 
@@ -43,7 +43,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
     embeddings.embed([t.content for t in texts[:64]])  # warm the model up
 
     def remember(text: corpus.Text) -> None:
-        result = operations.remember(
+        result = episodes.remember(
             keys,
             actor,
             text.content,
@@ -105,14 +105,14 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
             ((batch_keys, t) for t in batch_texts), len(batch_texts), mixed_statuses=False, now=now, say=lambda _m: None
         )
         rows_s = elapsed()
-        pending = Episode.objects.filter(user_key=batch_keys.user_key, vector_current=False)
+        pending = Episode.objects.in_scope(batch_keys.user_key).filter(vector_current=False)
         batch: list[Episode] = []
-        for row in operations.iter_in_batches(pending, 1000):
+        for row in paging.iter_in_batches(pending, 1000):
             batch.append(row)
             if len(batch) == BATCH:
-                operations.index_episodes(batch)
+                sync.index_episodes(batch)
                 batch = []
-        operations.index_episodes(batch)
+        sync.index_episodes(batch)
         total_s = elapsed()
     batched_rate = batched_count / total_s
     harness.progress(f"batched: {batched_rate:.1f}/s ({rows_s:.1f} s rows, {total_s - rows_s:.1f} s embed + index)")
@@ -128,7 +128,7 @@ def run(remember_count: int, batched_count: int, workdir: Path) -> list[harness.
                 "other_cpu_share": measured_batched.share,
             },
             baseline={
-                "name": "operations.remember one episode at a time (above)",
+                "name": "episodes.remember one episode at a time (above)",
                 "figures": {"episodes": remember_count, "per_s": round(remember_rate, 1)},
                 "ratio_of": "batched per second / remember per second",
             },

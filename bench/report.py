@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -37,7 +38,7 @@ def _pick(name: str) -> tuple[list[str], list[str]]:
     return [], []
 
 
-def _value(value) -> str:
+def _value(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
     if isinstance(value, int):
@@ -45,11 +46,11 @@ def _value(value) -> str:
     return str(value)
 
 
-def _figures(figures: dict, keys: list[str]) -> str:
+def _figures(figures: dict[str, Any], keys: list[str]) -> str:
     return ", ".join(f"{key} {_value(figures[key])}" for key in keys if key in figures)
 
 
-def markdown(records: list[dict]) -> str:
+def markdown(records: list[dict[str, Any]]) -> str:
     lines = [
         "| benchmark | memconsole | baseline | ratio | target | met | other CPU |",
         "|---|---|---|---|---|---|---|",

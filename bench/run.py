@@ -22,6 +22,7 @@ import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -100,7 +101,7 @@ def main() -> int:
     harness.RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     if not args.keep_results:
         harness.RESULTS_FILE.write_text("[]\n")
-    previous: list[dict] = []
+    previous: list[dict[str, Any]] = []
     if args.keep_results and harness.RUN_FILE.exists():
         try:
             previous = [

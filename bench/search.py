@@ -2,10 +2,10 @@
 
 N episodes (default 20,000; the issue's size is 100,000) embedded with the real model (cached in
 bench/results/cache/ between runs), spread as one scope holding 1%, one holding 30% and 23 scopes
-sharing the rest, written through `operations.index_episodes` (one collection per user_key).
+sharing the rest, written through `sync.index_episodes` (one collection per user_key).
 Measured per scope, top_k 10, one query text per sample:
 
-- `operations.recall` end to end: query embedding + vector search + rows + ranking;
+- `retrieval.recall` end to end: query embedding + vector search + rows + ranking;
 - the vector search alone, against (a) exact brute-force cosine in numpy over the scope's vectors,
   the quality ceiling (recall@10 of the index against it), and (b) the naive design: one chromadb
   collection holding every vector, queried with `where={"user_key": ...}`.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -29,6 +30,9 @@ if __package__ in (None, ""):
 import numpy as np
 
 from bench import corpus, dataset, harness
+
+if TYPE_CHECKING:
+    from memconsole.memory.scopes import ScopeKeys
 
 TOP_K = 10
 TARGET_MS = 10.0
@@ -62,9 +66,9 @@ def recall_at_k(found: list[str], position: dict[str, int], sims: np.ndarray, ex
     return min(good, k) / k
 
 
-def load(n: int) -> tuple[np.ndarray, dict[str, object], dict[str, np.ndarray], dict[str, float]]:
+def load(n: int) -> tuple[np.ndarray, dict[str, ScopeKeys], dict[str, np.ndarray], dict[str, float]]:
     from memconsole.lib import vectors
-    from memconsole.memory import operations
+    from memconsole.memory import paging, sync
     from memconsole.memory.models import Episode
 
     vecs = dataset.cached_embeddings(n)
@@ -76,14 +80,14 @@ def load(n: int) -> tuple[np.ndarray, dict[str, object], dict[str, np.ndarray], 
 
     with harness.stopwatch() as elapsed:
         for name, keys in sorted(keys_by_name.items()):
-            rows = operations.iter_in_batches(Episode.objects.filter(user_key=keys.user_key), 2000)
+            rows = paging.iter_in_batches(Episode.objects.in_scope(keys.user_key), 2000)
             batch: list[Episode] = []
             for row in rows:
                 batch.append(row)
                 if len(batch) == 2000:
-                    operations.index_episodes(batch, vecs[[int(e.episode_id, 16) for e in batch]])
+                    sync.index_episodes(batch, vecs[[int(e.episode_id, 16) for e in batch]])
                     batch = []
-            operations.index_episodes(batch, vecs[[int(e.episode_id, 16) for e in batch]])
+            sync.index_episodes(batch, vecs[[int(e.episode_id, 16) for e in batch]])
             if name in ("group_small", "group_big"):
                 harness.progress(f"indexed {name}")
     timings["index_per_scope_s"] = round(elapsed(), 1)
@@ -112,7 +116,7 @@ def load(n: int) -> tuple[np.ndarray, dict[str, object], dict[str, np.ndarray], 
 def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
     harness.setup_django(workdir)
     from memconsole.lib import embeddings, vectors
-    from memconsole.memory import operations
+    from memconsole.memory import retrieval
 
     model_id = harness.require_real_model()
     vecs, keys_by_name, positions, timings = load(n)
@@ -150,7 +154,7 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
         with harness.measuring() as measured:
             samples = harness.interleaved(
                 {
-                    "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
+                    "full": lambda i, keys=keys: retrieval.recall(keys, query_texts[i], top_k=TOP_K),
                     "embed": lambda i: embeddings.embed([query_texts[i]]),
                     "index": lambda i, keys=keys: vectors.query(keys.user_key, model_id, query_vecs[i], TOP_K),
                 },
@@ -166,7 +170,7 @@ def run(n: int, query_count: int, workdir: Path) -> list[harness.Record]:
                         where={"user_key": keys.user_key},
                         include=["distances", "metadatas"],
                     ),
-                    "full": lambda i, keys=keys: operations.recall(keys, query_texts[i], top_k=TOP_K),
+                    "full": lambda i, keys=keys: retrieval.recall(keys, query_texts[i], top_k=TOP_K),
                 },
                 list(range(len(query_texts))),
             )

@@ -9,8 +9,14 @@ server refuses to start otherwise (exit code 3). It also refuses to grow past on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from memconsole import gunicorn_errors
 
 EMBEDDED_INDEX_EXIT_CODE = 3
 
@@ -24,7 +30,7 @@ def _whole_number(name: str, default: int, minimum: int) -> int:
     except ValueError:
         number = minimum - 1
     if number < minimum:
-        print(f"memconsole: {name}={value!r} must be a whole number of at least {minimum}", file=sys.stderr)
+        sys.stderr.write(f"memconsole: {name}={value!r} must be a whole number of at least {minimum}\n")
         sys.exit(2)
     return number
 
@@ -37,7 +43,7 @@ preload_app = False  # each worker builds its own database and Chroma clients af
 # The control socket (gunicorn >= 25) lives at one fixed path per user, so two servers on one
 # machine collide, and it can add workers at runtime; memconsole does not use it.
 control_socket_disable = True
-if os.path.isdir("/dev/shm"):
+if Path("/dev/shm").is_dir():
     # Worker heartbeats on tmpfs: on a container's overlay filesystem they can stall the worker.
     worker_tmp_dir = "/dev/shm"
 
@@ -49,8 +55,7 @@ def chroma_server_configured() -> bool:
     file_name = os.environ.get("CHROMA_HOST_FILE")
     if file_name:
         try:
-            with open(file_name) as handle:
-                return bool(handle.read().strip())
+            return bool(Path(file_name).read_text().strip())
         except OSError:
             return False  # settings.py reports the unreadable file when a worker starts
     return False
@@ -67,14 +72,60 @@ def check_embedded_index(worker_count: int, chroma_host: str | bool) -> str | No
     return None
 
 
-def on_starting(server) -> None:  # gunicorn hook, in the master before any worker starts
+# The hooks' `server` is gunicorn's Arbiter (gunicorn ships no type hints, hence Any).
+def on_starting(server: Any) -> None:  # gunicorn hook, in the master before any worker starts
     reason = check_embedded_index(server.cfg.workers, chroma_server_configured())
     if reason:
-        print(reason, file=sys.stderr)
+        sys.stderr.write(f"{reason}\n")
         sys.exit(EMBEDDED_INDEX_EXIT_CODE)
+    prepare_metrics_dir()
 
 
-def nworkers_changed(server, new_value: int, old_value: int | None) -> None:  # gunicorn hook
+# --- metrics: prometheus-client's multiprocess mode (memconsole/lib/metrics.py) ---------------------
+METRICS_DIR_VARIABLE = "PROMETHEUS_MULTIPROC_DIR"
+METRICS_DIR_PREFIX = "memconsole-metrics-"
+
+
+def prepare_metrics_dir() -> Path:
+    """The directory the workers write their metric values to, set in the environment they inherit:
+    PROMETHEUS_MULTIPROC_DIR emptied of an earlier run's files, or a new private one."""
+    given = (os.environ.get(METRICS_DIR_VARIABLE) or "").strip()
+    if given:
+        directory = Path(given)
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):
+            stale.unlink()
+    else:
+        shm = "/dev/shm" if Path("/dev/shm").is_dir() else None  # tmpfs: the files are written on every request
+        directory = Path(tempfile.mkdtemp(prefix=METRICS_DIR_PREFIX, dir=shm))
+    os.environ[METRICS_DIR_VARIABLE] = str(directory)
+    return directory
+
+
+def child_exit(server: Any, worker: Any) -> None:  # gunicorn hook, in the master when a worker has exited
+    # Imported here, not at the top: prometheus-client picks single- or multi-process mode when it is
+    # first imported, and the workers fork from this process, so it must not be imported before
+    # on_starting has set PROMETHEUS_MULTIPROC_DIR.
+    from prometheus_client import multiprocess  # noqa: PLC0415 - see above
+
+    multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]
+
+
+def on_exit(server: Any) -> None:  # gunicorn hook, in the master after the last worker has stopped
+    directory = Path(os.environ.get(METRICS_DIR_VARIABLE) or "")
+    if directory.name:
+        for stale in directory.glob("*.db"):
+            stale.unlink(missing_ok=True)
+        if directory.name.startswith(METRICS_DIR_PREFIX):
+            with contextlib.suppress(OSError):  # something else was put there: leave it
+                directory.rmdir()
+
+
+def post_worker_init(worker: Any) -> None:  # gunicorn hook, in each worker once the app is loaded
+    gunicorn_errors.install()  # gunicorn's own refusals (414, 431, ...) in JSON, not its HTML page
+
+
+def nworkers_changed(server: Any, new_value: int, old_value: int | None) -> None:  # gunicorn hook
     """Keep one worker with the embedded index when something asks for more at runtime."""
     if old_value is None:  # the initial count, already checked by on_starting
         return
@@ -82,4 +133,4 @@ def nworkers_changed(server, new_value: int, old_value: int | None) -> None:  # 
     if reason:
         server.log.error("%s Staying at %s worker(s).", reason, old_value)
         # Arbiter.num_workers is a property whose setter calls this hook; set its backing field.
-        server._num_workers = old_value
+        server._num_workers = old_value  # noqa: SLF001 - the one way to change the count without re-running this hook

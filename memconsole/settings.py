@@ -7,13 +7,18 @@ once into var/. With MEMCONSOLE_ENV=production, SECRET_KEY must be given and coo
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
+
+# Lets the classes that django-stubs types as generic (ModelAdmin[Model], ...) be subscripted at runtime.
+django_stubs_ext.monkeypatch()
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -95,9 +100,12 @@ INSTALLED_APPS = [
     "memconsole.memory",
     "memconsole.console",
     "memconsole.api",
+    "memconsole.observability",
+    "ninja",  # its templates and static files: the API docs page is served locally (no CDN, CSP)
 ]
 
 MIDDLEWARE = [
+    "memconsole.observability.middleware.observe_requests",  # first: request id, access log, metrics
     "django.middleware.security.SecurityMiddleware",
     "memconsole.console.middleware.security_headers",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -140,7 +148,7 @@ if DATABASE_URL:
         raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from exc
 else:
     VAR_DIR.mkdir(parents=True, exist_ok=True)
-    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": VAR_DIR / "memconsole.sqlite3"}}
+    DATABASES = {"default": {"ENGINE": "django.db.backends.sqlite3", "NAME": str(VAR_DIR / "memconsole.sqlite3")}}
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside the writer; IMMEDIATE transactions take the write lock at BEGIN,
@@ -181,7 +189,7 @@ SECURE = envbool("MEMCONSOLE_SECURE_COOKIES", PRODUCTION)
 SESSION_COOKIE_SECURE = SECURE
 CSRF_COOKIE_SECURE = SECURE
 SECURE_SSL_REDIRECT = envbool("MEMCONSOLE_SSL_REDIRECT", PRODUCTION)
-SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$"]
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = envint("MEMCONSOLE_HSTS_SECONDS", 31536000 if PRODUCTION else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
@@ -225,15 +233,32 @@ if not PRODUCTION:
     # Local runs serve straight from static/ (finders); whitenoise still expects STATIC_ROOT to exist.
     STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 
+# Logs (docs/operations.md, "Monitoring"): plain lines or JSON lines, each with the request id.
+MEMCONSOLE_LOG_FORMAT = (env("MEMCONSOLE_LOG_FORMAT") or "plain").strip().lower()
+if MEMCONSOLE_LOG_FORMAT not in {"plain", "json"}:
+    raise ImproperlyConfigured(f"MEMCONSOLE_LOG_FORMAT={MEMCONSOLE_LOG_FORMAT!r} must be 'plain' or 'json'")
+MEMCONSOLE_ACCESS_LOG = envbool("MEMCONSOLE_ACCESS_LOG", True)
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s]: %(message)s"},
+        "json": {"()": "memconsole.observability.logs.JsonFormatter"},
+    },
+    "filters": {
+        "request_id": {"()": "memconsole.observability.logs.RequestIdFilter"},
+        "one_line_forbidden": {"()": "memconsole.logfilters.OneLineForbidden"},
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": MEMCONSOLE_LOG_FORMAT, "filters": ["request_id"]}
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "memconsole": {"level": env("MEMCONSOLE_LOG_LEVEL", "INFO"), "propagate": True},
         "chromadb": {"level": "ERROR"},
+        # A 403 is one line, not a traceback (a refused request is expected).
+        "django.request": {"filters": ["one_line_forbidden"]},
     },
 }
 
@@ -259,3 +284,19 @@ MEMCONSOLE_IMPORT_MAX_BYTES = envint("MEMCONSOLE_IMPORT_MAX_BYTES", 64 * 1024 * 
 MEMCONSOLE_API_MAX_BODY_BYTES = envint("MEMCONSOLE_API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 MEMCONSOLE_API_RATE_PER_MINUTE = envint("MEMCONSOLE_API_RATE_PER_MINUTE", 600, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMCONSOLE_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
+
+# Metrics (/metrics, docs/operations.md "Monitoring"): a bearer token and/or client networks; neither: 404.
+MEMCONSOLE_METRICS_TOKEN = env("MEMCONSOLE_METRICS_TOKEN") or ""
+if MEMCONSOLE_METRICS_TOKEN and len(MEMCONSOLE_METRICS_TOKEN) < 16:
+    raise ImproperlyConfigured("MEMCONSOLE_METRICS_TOKEN must be at least 16 characters (openssl rand -hex 32)")
+MEMCONSOLE_METRICS_ALLOW = envlist("MEMCONSOLE_METRICS_ALLOW")
+for _network in MEMCONSOLE_METRICS_ALLOW:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError:
+        raise ImproperlyConfigured(
+            f"MEMCONSOLE_METRICS_ALLOW: {_network!r} is not an address or network (e.g. 10.0.0.0/8)"
+        ) from None
+# Tracing (OpenTelemetry) is on when the standard OTLP endpoint variable is set.
+_otlp_endpoint = env("OTEL_EXPORTER_OTLP_ENDPOINT") or env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+MEMCONSOLE_TRACING = bool(_otlp_endpoint) and not envbool("OTEL_SDK_DISABLED", False)

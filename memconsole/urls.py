@@ -1,13 +1,18 @@
+from __future__ import annotations
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path, re_path
 
 from memconsole.api import probes
 from memconsole.api import views as api_views
+from memconsole.mcp import views as mcp_views
+from memconsole.observability import views as observability_views
 
 urlpatterns = [
     path("healthz", probes.healthz, name="healthz"),
     path("readyz", probes.readyz, name="readyz"),
+    path("metrics", observability_views.metrics, name="metrics"),  # Prometheus; token or allow-list
     path("admin/", admin.site.urls),
     # Login, logout and changing one's own password; no anonymous password-reset pages (no mail here).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -15,6 +20,7 @@ urlpatterns = [
     path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
     path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
     path("i18n/", include("django.conf.urls.i18n")),
+    path("mcp", mcp_views.endpoint, name="mcp"),  # the MCP server (Streamable HTTP), bot tokens
     path("api/v1/", include("memconsole.api.urls")),
     re_path(r"^api(/|$)", api_views.not_found),  # JSON 404 for every other /api path
     path("", include("memconsole.console.urls")),

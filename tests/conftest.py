@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from memconsole.lib import vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import BotGrant
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
@@ -130,7 +130,7 @@ def granted_client(granted_viewer):
 def scope_with_episodes(db, keys, system):
     """bot-a/group_100 with a handful of episodes from two speakers, one archived."""
     made = [
-        ops.remember(
+        episodes.remember(
             keys,
             system,
             "I am planning a trip to Beijing next month",
@@ -138,7 +138,7 @@ def scope_with_episodes(db, keys, system):
             sender_id="u1",
             sender_name="Alice",
         ),
-        ops.remember(
+        episodes.remember(
             keys,
             system,
             "My favourite food is dumplings",
@@ -147,10 +147,10 @@ def scope_with_episodes(db, keys, system):
             sender_id="u2",
             sender_name="Bob",
         ),
-        ops.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2", sender_name="Bob"),
-        ops.remember(
+        episodes.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2", sender_name="Bob"),
+        episodes.remember(
             keys, system, "The team meeting moved to Thursday", tags=["work"], sender_id="u1", sender_name="Alice"
         ),
     ]
-    ops.archive(keys, system, [made[3].episode.episode_id])
+    episodes.archive(keys, system, [made[3].episode.episode_id])
     return [m.episode for m in made]

@@ -4,18 +4,21 @@ MEMCONSOLE_API_RATE_PER_MINUTE requests per token per minute (every authenticate
 whatever its outcome). The counter is a `RateWindow` row, so gunicorn workers and separate
 machines that share the database share the limit; the row update takes a row lock, so concurrent
 requests never lose a count. A request over the limit gets 429 with Retry-After (seconds to the
-next minute).
+next minute). `TokenThrottle` is the limit as a ninja throttle; it runs after authentication.
 """
 
 from __future__ import annotations
 
 import math
+import threading
 from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import F
+from django.http import HttpRequest
 from django.utils import timezone
+from ninja.throttling import BaseThrottle
 
 from memconsole.memory.models import BotToken
 
@@ -41,3 +44,17 @@ def hit(token: BotToken) -> int | None:
     if count <= settings.MEMCONSOLE_API_RATE_PER_MINUTE:
         return None
     return max(1, math.ceil((window + timedelta(minutes=1) - now).total_seconds()))
+
+
+class TokenThrottle(BaseThrottle):
+    """The per-token limit for ninja: `request.auth` is the BotToken that BearerToken found."""
+
+    def __init__(self) -> None:
+        self._last = threading.local()  # wait() follows allow_request() in the same request's thread
+
+    def allow_request(self, request: HttpRequest) -> bool:
+        self._last.wait = hit(request.auth)  # type: ignore[attr-defined]  # set by ninja's auth step
+        return self._last.wait is None
+
+    def wait(self) -> float | None:
+        return getattr(self._last, "wait", None)

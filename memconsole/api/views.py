@@ -1,155 +1,72 @@
-"""Bot-facing JSON endpoints under /api/v1/ (docs/api.md). Each is a thin call into memory.operations."""
+"""The API's plain Django views: the OpenAPI document and its docs page, and JSON answers for
+everything that reaches /api/ outside an endpoint (unknown paths, wrong methods, errors raised
+before any view)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
-from memconsole.memory import operations as ops
-from memconsole.memory.models import PROFILE_SESSION, Profile
-
-from . import openapi
-from .http import (
-    DATETIME,
-    INTEGER,
-    OBJECT,
-    SCOPE_FIELDS,
-    STRING,
-    STRINGS,
-    ApiError,
-    api_view,
-    error_response,
-    json_response,
-    read_json,
-    read_query,
-    scope_for,
-    take,
-)
-
-REMEMBER_FIELDS = SCOPE_FIELDS | {
-    "content": STRING,
-    "tags": STRINGS,
-    "importance": INTEGER,
-    "sender_id": STRING,
-    "sender_name": STRING,
-    "timestamp": DATETIME,
-}
-RECALL_FIELDS = SCOPE_FIELDS | {
-    "query": STRING,
-    "top_k": INTEGER,
-    "sender_id": STRING,
-    "importance_min": INTEGER,
-    "time_after": DATETIME,
-    "time_before": DATETIME,
-    "tags": STRINGS,
-    "statuses": STRINGS,
-}
-PROFILE_QUERY_FIELDS = SCOPE_FIELDS | {"type": STRING, "sender_id": STRING}
-PROFILE_UPDATE_FIELDS = PROFILE_QUERY_FIELDS | {
-    "set": OBJECT,
-    "add_traits": STRINGS,
-    "remove_traits": STRINGS,
-    "add_preferences": STRINGS,
-    "remove_preferences": STRINGS,
-}
-PROFILE_SET_FIELDS = {"name": STRING, "notes": STRING}
-FORGET_FIELDS = SCOPE_FIELDS | {"episode_id": STRING}
-INJECT_FIELDS = SCOPE_FIELDS | {
-    "query": STRING,
-    "query_id": STRING,
-    "sender_id": STRING,
-    "sender_name": STRING,
-    "top_k": INTEGER,
-}
+from . import site
+from .errors import error_response, json_response
 
 
-@api_view("POST")
-def remember(request: HttpRequest) -> JsonResponse:
-    fields = take(read_json(request), REMEMBER_FIELDS)
-    keys = scope_for(request, fields)
-    result = ops.remember(keys, request.api_actor, fields.pop("content", None), **fields)
-    episode = result.episode
-    return json_response(
-        {
-            "episode_id": episode.episode_id,
-            "status": episode.status,
-            "superseded": result.superseded,
-            "indexed": result.indexed,
-        },
-        status=201,
+def _methods(*methods: str) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
+    """Answer other methods with a JSON 405 (Allow lists these), and mark every answer no-store."""
+
+    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @csrf_exempt
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in methods:
+                return method_not_allowed(methods)
+            response = view(request, *args, **kwargs)
+            response["Cache-Control"] = "no-store"
+            return response
+
+        return wrapper
+
+    return decorator
+
+
+def method_not_allowed(methods: tuple[str, ...] | list[str]) -> JsonResponse:
+    return error_response(
+        405, "method_not_allowed", f"use {' or '.join(methods)}", headers={"Allow": ", ".join(methods)}
     )
 
 
-@api_view("POST")
-def recall(request: HttpRequest) -> JsonResponse:
-    fields = take(read_json(request), RECALL_FIELDS)
-    keys = scope_for(request, fields)
-    hits = ops.recall(keys, fields.pop("query", None), actor=request.api_actor, **fields)
-    return json_response({"episodes": [hit.as_dict() for hit in hits]})
+def json_errors(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Wrap a ninja path view: its 405 becomes the JSON error (Allow sorted), every answer no-store."""
+
+    @csrf_exempt
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        response = view(request, *args, **kwargs)
+        if response.status_code == 405 and not response["Content-Type"].startswith("application/json"):
+            return method_not_allowed(sorted(method.strip() for method in response["Allow"].split(",")))
+        response["Cache-Control"] = "no-store"
+        return response
+
+    return wrapper
 
 
-def _profile_json(profile_type: str, sender_id: str, data: dict[str, Any], row: Profile | None) -> dict[str, Any]:
-    return {
-        "type": profile_type,
-        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
-        "name": data.get("name", ""),
-        "traits": data.get("traits", []),
-        "preferences": data.get("preferences", []),
-        "notes": data.get("notes", ""),
-        "version": row.version if row else 0,
-        "updated_at": row.updated_at.isoformat() if row else None,
-    }
-
-
-@api_view("GET", "POST")
-def profile(request: HttpRequest) -> JsonResponse:
-    if request.method == "GET":
-        fields = take(read_query(request), PROFILE_QUERY_FIELDS)
-        keys = scope_for(request, fields)
-        profile_type, sender_id = fields.get("type", PROFILE_SESSION), fields.get("sender_id", "")
-        data, row = ops.get_profile(keys, profile_type, sender_id)
-        return json_response(_profile_json(profile_type, sender_id, data, row))
-    fields = take(read_json(request), PROFILE_UPDATE_FIELDS)
-    changes = take(fields.pop("set", {}), PROFILE_SET_FIELDS, prefix="set.")
-    keys = scope_for(request, fields)
-    profile_type, sender_id = fields.pop("type", PROFILE_SESSION), fields.pop("sender_id", "")
-    row = ops.update_profile(keys, request.api_actor, profile_type, sender_id, **changes, **fields)
-    return json_response(_profile_json(profile_type, sender_id, row.payload, row))
-
-
-@api_view("POST")
-def forget(request: HttpRequest) -> JsonResponse:
-    fields = take(read_json(request), FORGET_FIELDS)
-    keys = scope_for(request, fields)
-    if "episode_id" not in fields:
-        raise ApiError(422, "invalid", "episode_id is required", "episode_id")
-    episode = ops.get_episode(keys, fields["episode_id"])  # NotFound (404) outside this scope
-    ops.delete(keys, request.api_actor, [episode.episode_id])
-    return json_response({"deleted": True})
-
-
-@api_view("POST")
-def inject(request: HttpRequest) -> JsonResponse:
-    fields = take(read_json(request), INJECT_FIELDS)
-    keys = scope_for(request, fields)
-    injection = ops.record_injection(keys, request.api_actor, fields.pop("query", None), **fields)
-    return json_response(
-        {
-            "context": injection.context,
-            "system_blocks": injection.system_blocks,
-            "snapshot_id": injection.snapshot.snapshot_id,
-        }
-    )
-
-
-@api_view("GET", auth=False)
+@_methods("GET")
 def openapi_document(request: HttpRequest) -> JsonResponse:
-    return json_response(openapi.document())
+    return json_response(site.document())
 
 
-@api_view("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS", auth=False)
+@_methods("GET")
+def docs(request: HttpRequest) -> HttpResponse:
+    """Swagger UI for the document, from local static files (the console's CSP allows no CDN)."""
+    return site.api.docs.render_page(request, site.api)
+
+
+@_methods("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
     """Every other path under /api/: a JSON 404, never Django's HTML page."""
     return error_response(404, "not_found", f"no API endpoint at {request.path[:200]}")
@@ -159,7 +76,7 @@ def _is_api(request: HttpRequest) -> bool:
     return request.path_info == "/api" or request.path_info.startswith("/api/")
 
 
-def bad_request(request: HttpRequest, exception: Exception | None = None, **kwargs: Any) -> HttpResponse:
+def bad_request(request: HttpRequest, exception: Exception, **kwargs: Any) -> HttpResponse:
     """handler400: errors raised before any view (a disallowed Host, too many fields) stay JSON under /api/."""
     if _is_api(request):
         return error_response(400, "bad_request", "bad request")
@@ -167,7 +84,7 @@ def bad_request(request: HttpRequest, exception: Exception | None = None, **kwar
 
 
 def server_error(request: HttpRequest, **kwargs: Any) -> HttpResponse:
-    """handler500: api_view already answers its own errors; this covers failures outside the views."""
+    """handler500: the API answers its own errors; this covers failures outside its views."""
     if _is_api(request):
         return error_response(500, "internal_error", "unexpected server error")
     return defaults.server_error(request, **kwargs)

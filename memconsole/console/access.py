@@ -1,27 +1,42 @@
-"""Who may see and do what in the console, and how a screen answers full or htmx requests.
+"""Who may see and do what in the console: the one decorator every console view wears.
 
 A scope outside the user's bot grants is answered with 404 (its existence is never confirmed);
-a role that is too low for an action gets 403.
+a role that is too low for an action gets 403. The memory domain's errors are mapped here once:
+NotFound -> 404, PermissionDenied -> 403, ValidationError -> 400 with its reason, Unavailable (the
+vector index, the embedding model or a decryption key failed) -> a 503 page that says which.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest
+from django.http.response import HttpResponseBase
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.cache import never_cache
 
-from memconsole.memory import roles
+from memconsole.memory import errors, queries, roles
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys, keys_of
+
+from .screens import HtmxHttpRequest, bad_request, unavailable
+
+log = logging.getLogger("memconsole.console")
+
+View = Callable[..., HttpResponseBase]
+
+
+class ConsoleRequest(HtmxHttpRequest):
+    """A request inside a console view: logged in, with its `actor` (the user and their bot grants)."""
+
+    actor: Actor
 
 
 def require_perm(user: Any, perm: str) -> None:
@@ -30,89 +45,71 @@ def require_perm(user: Any, perm: str) -> None:
         raise PermissionDenied
 
 
-def visible_scopes(user: Any) -> QuerySet[Scope]:
-    """The Scope rows this user may see (all of them, or those of their granted bots)."""
-    allowed = roles.allowed_bots(user)
-    scopes = Scope.objects.all()
-    if allowed is not None:
-        scopes = scopes.filter(bot_uuid__in=allowed)
-    return scopes
-
-
-def may_use_bot(user: Any, bot_uuid: str) -> bool:
-    allowed = roles.allowed_bots(user)
-    return allowed is None or bot_uuid in allowed
-
-
 def actor_for(request: HttpRequest) -> Actor:
     return Actor.for_user(request.user, roles.allowed_bots(request.user))
 
 
-def get_scope(request: HttpRequest, scope_id: int, perm: str = roles.VIEW) -> tuple[Scope, ScopeKeys]:
-    """The scope and its keys; 403 without viewing rights, 404 outside the grants, then 403 for `perm`."""
-    require_perm(request.user, roles.VIEW)
-    scope = visible_scopes(request.user).filter(pk=scope_id).first()
+def get_scope(request: ConsoleRequest, scope_id: int) -> tuple[Scope, ScopeKeys]:
+    """The scope and its keys; 404 when it is outside the user's grants (or does not exist)."""
+    scope = queries.visible_scope(request.actor, scope_id)
     if scope is None:
         raise Http404("No such memory space.")
-    require_perm(request.user, perm)
     return scope, keys_of(scope)
 
 
-def console_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Login required, never cached, varied on HX-Request (full page and fragment share a URL)."""
-
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        response = view(request, *args, **kwargs)
-        patch_vary_headers(response, ("HX-Request",))
-        return response
-
-    return login_required(never_cache(wrapped))
+def scope_from_query(request: ConsoleRequest) -> Scope | None:
+    """The visible scope named by `?scope=<id>`; None when absent, not a plain id, or not visible."""
+    value = request.GET.get("scope", "")
+    # Not isdigit()/int(): "²" is a digit that int() refuses, and thousands of digits are slow.
+    if not re.fullmatch(r"[0-9]{1,18}", value):
+        return None
+    return queries.visible_scope(request.actor, int(value))
 
 
-def scope_view(perm: str = roles.VIEW) -> Callable[[Callable[..., HttpResponse]], Callable[..., HttpResponse]]:
-    """A console view inside one scope: called as view(request, scope, keys, ...) after the checks."""
+def console_view(perm: str = roles.VIEW, *, scoped: bool = False) -> Callable[[View], View]:
+    """Login required, viewing rights then `perm` (403), never cached, varied on HX-Request (full
+    page and fragment share a URL), and the memory errors mapped to their answers.
 
-    def decorator(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    With `scoped`, the URL's `scope_id` becomes the view's `scope, keys` arguments: 404 outside
+    the user's grants, checked before `perm` so that a low role learns nothing of other scopes.
+    """
+
+    def decorator(view: View) -> View:
         @wraps(view)
-        def wrapped(request: HttpRequest, scope_id: int, *args: Any, **kwargs: Any) -> HttpResponse:
-            scope, keys = get_scope(request, scope_id, perm)
-            return view(request, scope, keys, *args, **kwargs)
+        def wrapped(request: ConsoleRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            request.actor = actor_for(request)
+            try:
+                response = _checked_call(view, perm, scoped, request, *args, **kwargs)
+            except errors.NotFound as exc:
+                raise Http404(str(exc)) from exc
+            except errors.PermissionDenied as exc:
+                raise PermissionDenied(str(exc)) from exc
+            except errors.ValidationError as exc:
+                response = bad_request(request, exc.message)
+            except (errors.Unavailable, *errors.OUTSIDE_FAILURES) as exc:
+                # Also a lib error that escaped the domain unwrapped (a sealed field read while
+                # rendering): a 503 page that says what is wrong, never a traceback.
+                log.warning("console request failed: %s is unavailable", type(exc).__name__, exc_info=exc)
+                response = unavailable(request, errors.unavailable(exc))
+            patch_vary_headers(response, ("HX-Request",))
+            return response
 
-        return console_view(wrapped)
+        return login_required(never_cache(wrapped))
 
     return decorator
 
 
-def wants_fragment(request: HttpRequest) -> bool:
-    htmx = getattr(request, "htmx", None)
-    return bool(htmx) and not htmx.history_restore_request
+def scope_view(perm: str = roles.VIEW) -> Callable[[View], View]:
+    """`console_view` for a screen inside one scope: called as view(request, scope, keys, ...)."""
+    return console_view(perm, scoped=True)
 
 
-def render_screen(
-    request: HttpRequest, page: str, fragment: str, context: dict[str, Any], status: int = 200
-) -> HttpResponse:
-    """The full page, or only its swappable fragment for an htmx request.
-
-    A scope page asked for by the scope header's counter (`hx-target: scope-counts`, refreshed
-    after row actions) answers with the counts alone.
-    """
-    template = page
-    if wants_fragment(request):
-        template = fragment
-        if request.htmx.target == COUNTS_TARGET and "counts" in context:
-            template = "console/_counts.html"
-    return render(request, template, context, status=status)
-
-
-COUNTS_TARGET = "scope-counts"
-
-
-def user_permissions(user: Any) -> dict[str, bool]:
-    """What the templates need to know to show or hide actions."""
-    return {
-        "can_operate": user.has_perm(roles.OPERATE),
-        "can_delete": user.has_perm(roles.DELETE),
-        "can_export": user.has_perm(roles.EXPORT),
-        "can_import": user.has_perm(roles.IMPORT),
-    }
+def _checked_call(
+    view: View, perm: str, scoped: bool, request: ConsoleRequest, *args: Any, **kwargs: Any
+) -> HttpResponseBase:
+    require_perm(request.user, roles.VIEW)
+    if scoped:
+        scope, keys = get_scope(request, kwargs.pop("scope_id"))
+        args = (scope, keys, *args)
+    require_perm(request.user, perm)
+    return view(request, *args, **kwargs)

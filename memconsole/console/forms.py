@@ -9,38 +9,24 @@ from django import forms
 from django.utils.functional import Promise, lazy
 from django.utils.translation import gettext_lazy as _
 
-from memconsole.memory import operations as ops
+from memconsole.memory import validation
 from memconsole.memory.errors import ValidationError as MemoryValidationError
-from memconsole.memory.models import (
-    ISOLATION_BOT,
-    ISOLATION_SESSION,
-    STATUS_ACTIVE,
-    STATUS_ARCHIVED,
-    STATUS_SUPERSEDED,
-    STATUSES,
-)
+from memconsole.memory.models import ISOLATION_BOT, ISOLATION_SESSION, Status
+from memconsole.memory.paging import CURSOR
 from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME, derive_scope
 
-CURSOR = r"^[ab][0-9]{1,18}$"
 CURSOR_ERROR = _("This page link is not valid. Go back to the first page and try again.")
-EPISODE_ID = r"^[0-9a-f]{12}$"
 STATUS_ALL = "all"
 MAX_BULK = 200
 DEFAULT_PAGE_SIZE = 25
+DEFAULT_TOP_K = 10
 
 ISOLATION_CHOICES = [
     (ISOLATION_SESSION, _("Session (memory kept per chat session)")),
     (ISOLATION_BOT, _("Bot (memory shared by all sessions of the bot)")),
 ]
-STATUS_LABELS = {
-    STATUS_ACTIVE: _("Active"),
-    STATUS_ARCHIVED: _("Archived"),
-    STATUS_SUPERSEDED: _("Superseded"),
-}
 STATUS_FILTER_CHOICES = [
-    (STATUS_ACTIVE, _("Active")),
-    (STATUS_ARCHIVED, _("Archived")),
-    (STATUS_SUPERSEDED, _("Superseded")),
+    *((status.value, status.label) for status in (Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED)),
     (STATUS_ALL, _("All statuses")),
 ]
 
@@ -53,8 +39,8 @@ class ConsoleForm(forms.Form):
         super().__init__(*args, **kwargs)
 
 
-def lazy_format(message: Promise, **values: Any) -> Promise:
-    """`message % values`, worked out when shown. Formatting a lazy message at class level would
+def lazy_format(message: Promise, **values: Any) -> str:
+    """`message % values`, worked out when shown (a lazy string). Formatting a lazy message at class level would
     translate it once, at import, into the default language for everyone."""
     return lazy(lambda: str(message) % values, str)()
 
@@ -65,7 +51,10 @@ def datetime_input() -> forms.DateTimeInput:
 
 def cursor_field() -> forms.RegexField:
     return forms.RegexField(
-        regex=CURSOR, required=False, widget=forms.HiddenInput, error_messages={"invalid": CURSOR_ERROR}
+        regex=rf"\A{CURSOR.pattern}\Z",
+        required=False,
+        widget=forms.HiddenInput,
+        error_messages={"invalid": CURSOR_ERROR},
     )
 
 
@@ -75,14 +64,15 @@ class ScopeSearchForm(ConsoleForm):
 
 
 class DeriveForm(ConsoleForm):
-    """Derives a space's keys exactly as the bot does (DESIGN.md §2)."""
+    """Derives a space's keys exactly as the bot does (docs/design.md §2)."""
 
     bot_uuid = forms.CharField(label=_("Bot UUID"), required=False, max_length=MAX_BOT_UUID, strip=True)
     session_name = forms.CharField(label=_("Session name"), max_length=MAX_SESSION_NAME, strip=False)
     isolation = forms.ChoiceField(label=_("Isolation"), choices=ISOLATION_CHOICES, initial=ISOLATION_SESSION)
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         try:
@@ -99,26 +89,26 @@ class EpisodeFilterForm(ConsoleForm):
     q = forms.CharField(
         label=_("Search episodes"),
         required=False,
-        max_length=ops.MAX_QUERY_CHARS,
+        max_length=validation.MAX_QUERY_CHARS,
         widget=forms.TextInput(attrs={"type": "search"}),
     )
     top_k = forms.IntegerField(
-        label=_("Number of results"), required=False, min_value=1, max_value=ops.TOP_K_MAX, initial=10
+        label=_("Number of results"), required=False, min_value=1, max_value=validation.TOP_K_MAX, initial=DEFAULT_TOP_K
     )
     status = forms.ChoiceField(label=_("Status"), choices=STATUS_FILTER_CHOICES, required=False)
     sender = forms.CharField(
         label=_("Speaker"),
         required=False,
-        max_length=ops.MAX_SENDER_CHARS,
+        max_length=validation.MAX_SENDER_CHARS,
         widget=forms.TextInput(attrs={"list": "speaker-list"}),
     )
-    tag = forms.CharField(label=_("Tag"), required=False, max_length=ops.MAX_TAG_CHARS)
+    tag = forms.CharField(label=_("Tag"), required=False, max_length=validation.MAX_TAG_CHARS)
     importance = forms.IntegerField(label=_("Minimum importance"), required=False, min_value=1, max_value=5)
     after = forms.DateTimeField(label=_("From (UTC)"), required=False, widget=datetime_input())
     before = forms.DateTimeField(label=_("Until (UTC)"), required=False, widget=datetime_input())
     limit = forms.TypedChoiceField(
         label=_("Per page"),
-        choices=[(n, n) for n in ops.PAGE_SIZES],
+        choices=[(n, n) for n in validation.PAGE_SIZES],
         coerce=int,
         required=False,
         initial=DEFAULT_PAGE_SIZE,
@@ -126,13 +116,14 @@ class EpisodeFilterForm(ConsoleForm):
     cursor = cursor_field()
 
     def clean_tag(self) -> str:
-        tag = self.cleaned_data["tag"].strip()
+        tag: str = self.cleaned_data["tag"].strip()
         if "," in tag:
             raise forms.ValidationError(_("A tag cannot contain a comma."))
         return tag
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         after, before = data.get("after"), data.get("before")
         if after and before and after >= before:
             self.add_error("before", _("The end of the time range must be after its start."))
@@ -140,14 +131,14 @@ class EpisodeFilterForm(ConsoleForm):
 
     @property
     def chosen_status(self) -> str:
-        return self.cleaned_data.get("status") or STATUS_ACTIVE
+        return self.cleaned_data.get("status") or Status.ACTIVE
 
     def statuses(self) -> list[str] | None:
         """None (every status) for "all", else the one status."""
         return None if self.chosen_status == STATUS_ALL else [self.chosen_status]
 
     def filters(self) -> dict[str, Any]:
-        """Keyword filters shared by `operations.list_episodes` and `operations.recall`."""
+        """Keyword filters shared by `episodes.list_episodes` and `retrieval.recall`."""
         data = self.cleaned_data
         return {
             "sender_id": data.get("sender") or None,
@@ -170,7 +161,7 @@ class EpisodeFilterForm(ConsoleForm):
         for name in self.FILTER_FIELDS:
             value = self[name].value()
             if name == "status":
-                count += value not in (None, "", STATUS_ACTIVE)
+                count += value not in (None, "", Status.ACTIVE)
             else:
                 count += bool(str(value or "").strip())
         return count
@@ -198,7 +189,7 @@ class BulkActionForm(ConsoleForm):
             raise forms.ValidationError(_("Select at least one episode first."))
         if len(ids) > MAX_BULK:
             raise forms.ValidationError(_("Select at most %(max)d episodes at a time.") % {"max": MAX_BULK})
-        if any(not isinstance(i, str) or len(i) != 12 or any(c not in "0123456789abcdef" for c in i) for i in ids):
+        if not all(validation.EPISODE_ID.fullmatch(i) for i in ids):
             raise forms.ValidationError(_("The selection contains an episode id that is not valid."))
         return ids
 
@@ -208,28 +199,28 @@ def _lines(value: str) -> list[str]:
 
 
 class ProfileForm(ConsoleForm):
-    name = forms.CharField(label=_("Name"), required=False, max_length=ops.MAX_PROFILE_NAME)
+    name = forms.CharField(label=_("Name"), required=False, max_length=validation.MAX_PROFILE_NAME)
     traits = forms.CharField(
         label=_("Traits (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text=lazy_format(_("At most %(n)d traits."), n=ops.MAX_TRAITS),
+        help_text=lazy_format(_("At most %(n)d traits."), n=validation.MAX_TRAITS),
     )
     preferences = forms.CharField(
         label=_("Preferences (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
-        help_text=lazy_format(_("At most %(n)d preferences."), n=ops.MAX_PREFERENCES),
+        help_text=lazy_format(_("At most %(n)d preferences."), n=validation.MAX_PREFERENCES),
     )
     notes = forms.CharField(
         label=_("Notes"),
         required=False,
-        max_length=ops.MAX_NOTES,
+        max_length=validation.MAX_NOTES,
         strip=False,
         widget=forms.Textarea(attrs={"rows": 5}),
-        help_text=lazy_format(_("At most %(n)d characters."), n=ops.MAX_NOTES),
+        help_text=lazy_format(_("At most %(n)d characters."), n=validation.MAX_NOTES),
     )
-    sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
+    sender_id = forms.CharField(required=False, max_length=validation.MAX_SENDER_CHARS, widget=forms.HiddenInput)
 
     def _items(self, name: str, limit: int) -> list[str]:
         items = _lines(self.cleaned_data[name])
@@ -238,16 +229,18 @@ class ProfileForm(ConsoleForm):
                 _("A profile holds at most %(limit)d entries here; you gave %(count)d.")
                 % {"limit": limit, "count": len(items)}
             )
-        too_long = [item for item in items if len(item) > ops.MAX_ITEM_CHARS]
+        too_long = [item for item in items if len(item) > validation.MAX_ITEM_CHARS]
         if too_long:
-            raise forms.ValidationError(_("Each entry may have at most %(n)d characters.") % {"n": ops.MAX_ITEM_CHARS})
+            raise forms.ValidationError(
+                _("Each entry may have at most %(n)d characters.") % {"n": validation.MAX_ITEM_CHARS}
+            )
         return items
 
     def clean_traits(self) -> list[str]:
-        return self._items("traits", ops.MAX_TRAITS)
+        return self._items("traits", validation.MAX_TRAITS)
 
     def clean_preferences(self) -> list[str]:
-        return self._items("preferences", ops.MAX_PREFERENCES)
+        return self._items("preferences", validation.MAX_PREFERENCES)
 
     def profile_data(self) -> dict[str, Any]:
         data = self.cleaned_data
@@ -276,11 +269,11 @@ MAX_VERSION = 2**31 - 1
 
 class RollbackForm(ConsoleForm):
     version = forms.IntegerField(min_value=1, max_value=MAX_VERSION, widget=forms.HiddenInput)
-    sender_id = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS, widget=forms.HiddenInput)
+    sender_id = forms.CharField(required=False, max_length=validation.MAX_SENDER_CHARS, widget=forms.HiddenInput)
 
 
 class VersionDiffForm(ConsoleForm):
-    sender = forms.CharField(required=False, max_length=ops.MAX_SENDER_CHARS)
+    sender = forms.CharField(required=False, max_length=validation.MAX_SENDER_CHARS)
     diff_from = forms.IntegerField(label=_("Compare version"), required=False, min_value=1, max_value=MAX_VERSION)
     diff_to = forms.IntegerField(label=_("with version"), required=False, min_value=1, max_value=MAX_VERSION)
     cursor = cursor_field()
@@ -299,9 +292,9 @@ class PageForm(ConsoleForm):
 class ExportForm(ConsoleForm):
     statuses = forms.MultipleChoiceField(
         label=_("Episode statuses"),
-        choices=[(s, STATUS_LABELS[s]) for s in STATUSES],
+        choices=Status.choices,
         widget=forms.CheckboxSelectMultiple,
-        initial=list(STATUSES),
+        initial=list(Status.values),
         error_messages={"required": _("Choose at least one status to export.")},
     )
     include_audit = forms.BooleanField(label=_("Include the audit log"), required=False)
@@ -334,7 +327,8 @@ class ImportForm(ConsoleForm):
     )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         if self.errors:
             return data
         session_name = data.get("session_name") or ""
@@ -351,7 +345,7 @@ class ErasureForm(ConsoleForm):
     """Whom to erase. The speaker id is kept exactly as typed (episodes store it unstripped); a user
     limited to some bots picks one of them, since erasing across every bot needs an unrestricted admin."""
 
-    sender_id = forms.CharField(label=_("Speaker ID"), max_length=ops.MAX_SENDER_CHARS, strip=False)
+    sender_id = forms.CharField(label=_("Speaker ID"), max_length=validation.MAX_SENDER_CHARS, strip=False)
     bot_uuid = forms.CharField(
         label=_("Bot UUID"),
         required=False,
@@ -367,7 +361,7 @@ class ErasureForm(ConsoleForm):
             field.help_text = _("Your account is limited to these bots: erase within one of them.")
 
     def clean_sender_id(self) -> str:
-        sender_id = self.cleaned_data["sender_id"]
+        sender_id: str = self.cleaned_data["sender_id"]
         if not sender_id.strip():
             raise forms.ValidationError(self.fields["sender_id"].error_messages["required"], code="required")
         return sender_id
@@ -378,7 +372,7 @@ class ErasureConfirmForm(ErasureForm):
 
     confirmation = forms.CharField(
         label=_("Type the speaker ID again to confirm"),
-        max_length=ops.MAX_SENDER_CHARS,
+        max_length=validation.MAX_SENDER_CHARS,
         strip=False,
         widget=forms.TextInput(attrs={"autocomplete": "off", "spellcheck": "false"}),
     )
@@ -389,7 +383,8 @@ class ErasureConfirmForm(ErasureForm):
             self.fields[name].widget = forms.HiddenInput()
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data
         typed, sender_id = data.get("confirmation"), data.get("sender_id")
         if typed is not None and sender_id is not None and typed != sender_id:
             self.add_error("confirmation", _("This does not match the speaker ID. Type it exactly as shown above."))

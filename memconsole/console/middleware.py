@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
 # Everything the console loads comes from this origin: no inline scripts or styles, no CDN.
@@ -38,10 +39,8 @@ def client_ip(request: HttpRequest) -> str | None:
     address is read from X-Forwarded-For: the entry MEMCONSOLE_PROXY_COUNT places from the right,
     which the nearest trusted proxies appended (entries further left are the client's to forge).
     """
-    from django.conf import settings
-
-    remote = request.META.get("REMOTE_ADDR")
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
+    remote: str | None = request.META.get("REMOTE_ADDR")
+    forwarded: str = request.META.get("HTTP_X_FORWARDED_FOR", "")
     if not settings.MEMCONSOLE_BEHIND_PROXY or not forwarded:
         return remote
     hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]

@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from memconsole.memory.models import STATUS_ACTIVE, STATUS_ARCHIVED, Episode
+from memconsole.memory.models import Episode, Status
 
 from .templatetags.console import status_pill, timestamp
 
@@ -123,9 +123,9 @@ class RowRenderer:
             return self._read_only
         episode_id = episode.episode_id
         buttons = []
-        if self.can_operate and status != STATUS_ARCHIVED:
+        if self.can_operate and status != Status.ARCHIVED:
             buttons.append(self._button("archive", self._archive.for_episode(episode_id), "secondary", episode_id))
-        if self.can_operate and status != STATUS_ACTIVE:
+        if self.can_operate and status != Status.ACTIVE:
             buttons.append(self._button("restore", self._restore.for_episode(episode_id), "secondary", episode_id))
         if self.can_delete:
             buttons.append(

@@ -21,7 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import onnxruntime
 from django.conf import settings
+from tokenizers import Tokenizer
+
+from . import metrics
 
 log = logging.getLogger("memconsole.embeddings")
 
@@ -59,9 +63,6 @@ def file_sha256(path: Path) -> str:
 
 class OnnxEmbedder:
     def __init__(self, files: ModelFiles) -> None:
-        import onnxruntime
-        from tokenizers import Tokenizer
-
         try:
             self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
             options = onnxruntime.SessionOptions()
@@ -162,7 +163,8 @@ def get_embedder() -> OnnxEmbedder | LexicalEmbedder:
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    return get_embedder().embed(texts)
+    with metrics.embedding(len(texts)):
+        return get_embedder().embed(texts)
 
 
 def current_model_id() -> str:

@@ -18,12 +18,19 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
+import sqlite3
 import threading
+import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 from django.conf import settings
+
+from . import metrics
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -50,14 +57,14 @@ class Hit:
 
 _lock = threading.Lock()
 _client: Any = None
-_client_config: tuple | None = None
+_client_config: tuple[Any, ...] | None = None
 # Search handles of the current client by collection name: looking a collection up costs ~0.5 ms
 # of every recall. A handle whose collection was since dropped or replaced (by another process's
 # reindex or erasure) fails its query; `query` then looks the collection up afresh, once.
 _handles: dict[str, Any] = {}
 
 
-def _config() -> tuple:
+def _config() -> tuple[Any, ...]:
     if settings.CHROMA_HOST:
         return ("http", settings.CHROMA_HOST, settings.CHROMA_PORT, settings.CHROMA_SSL)
     return ("embedded", str(settings.CHROMA_PATH))
@@ -69,8 +76,11 @@ def get_client() -> Any:
     config = _config()
     with _lock:
         if _client is None or _client_config != config:
-            import chromadb
-            from chromadb.config import Settings as ChromaSettings
+            # chromadb takes about a second to import and brings its telemetry stack: the processes
+            # that never touch the index (migrate, most management commands, the gunicorn master)
+            # should not pay for it, so it is imported when the first client is built.
+            import chromadb  # noqa: PLC0415
+            from chromadb.config import Settings as ChromaSettings  # noqa: PLC0415
 
             chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
             try:
@@ -79,7 +89,7 @@ def get_client() -> Any:
                         host=config[1], port=config[2], ssl=config[3], settings=chroma_settings
                     )
                 else:
-                    os.makedirs(config[1], exist_ok=True)
+                    Path(config[1]).mkdir(parents=True, exist_ok=True)
                     _client = chromadb.PersistentClient(path=config[1], settings=chroma_settings)
             except Exception as exc:  # chromadb raises plain Exceptions for connection failures
                 raise VectorIndexError(f"cannot open the vector index ({describe()}): {exc}") from exc
@@ -138,7 +148,7 @@ def _check_model(collection: Any, model_id: str | None) -> None:
         )
 
 
-def _call(what: str, fn, *args, **kwargs):
+def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except VectorIndexError:
@@ -147,7 +157,8 @@ def _call(what: str, fn, *args, **kwargs):
         raise VectorIndexError(f"vector index {what} failed ({describe()}): {exc}") from exc
 
 
-def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict]) -> None:
+@metrics.vector_index_call("write")
+def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
     if not ids:
         return
     collection = _collection(user_key, model_id, create=True)
@@ -157,7 +168,8 @@ def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, me
     _call("write", collection.upsert, ids=ids, embeddings=np.asarray(vectors, dtype=np.float32), metadatas=metadatas)
 
 
-def update_metadata(user_key: str, ids: list[str], metadatas: list[dict]) -> list[str]:
+@metrics.vector_index_call("update")
+def update_metadata(user_key: str, ids: list[str], metadatas: list[dict[str, Any]]) -> list[str]:
     """Update the metadata of those of `ids` that have a vector; returns the ids updated (the
     others have no vector to update: their rows need re-embedding)."""
     collection = _collection(user_key, None, create=False)
@@ -170,6 +182,7 @@ def update_metadata(user_key: str, ids: list[str], metadatas: list[dict]) -> lis
     return [p[0] for p in pairs]
 
 
+@metrics.vector_index_call("delete")
 def delete(user_key: str, ids: list[str]) -> None:
     collection = _collection(user_key, None, create=False)
     if collection is None or not ids:
@@ -177,12 +190,13 @@ def delete(user_key: str, ids: list[str]) -> None:
     _call("delete", collection.delete, ids=ids)
 
 
+@metrics.vector_index_call("query")
 def query(
     user_key: str,
     model_id: str,
     vector: np.ndarray,
     n_results: int,
-    where: dict | None = None,
+    where: dict[str, Any] | None = None,
     include_metadata: bool = False,
 ) -> list[Hit]:
     """Nearest vectors in `user_key`'s collection. The collection must name `user_key` as its
@@ -191,7 +205,7 @@ def query(
     name = collection_name(user_key)
     collection = _handles.get(name)
     cached = collection is not None
-    if cached:
+    if collection is not None:
         _check_model(collection, model_id)
     else:
         collection = _collection(user_key, model_id, create=False)
@@ -226,6 +240,7 @@ def query(
     ]
 
 
+@metrics.vector_index_call("read")
 def all_ids(user_key: str, batch: int = 5000) -> list[str]:
     collection = _collection(user_key, None, create=False)
     if collection is None:
@@ -240,14 +255,15 @@ def all_ids(user_key: str, batch: int = 5000) -> list[str]:
         offset += batch
 
 
-def get(user_key: str, ids: list[str], include_embeddings: bool = False) -> dict[str, dict]:
+@metrics.vector_index_call("read")
+def get(user_key: str, ids: list[str], include_embeddings: bool = False) -> dict[str, dict[str, Any]]:
     """{episode_id: {"metadata": ..., "embedding": ...}} for the ids present in the collection."""
     collection = _collection(user_key, None, create=False)
     if collection is None or not ids:
         return {}
     include = ["metadatas", "embeddings"] if include_embeddings else ["metadatas"]
     result = _call("read", collection.get, ids=ids, include=include)
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for position, episode_id in enumerate(result["ids"]):
         out[episode_id] = {"metadata": dict(result["metadatas"][position] or {})}
         if include_embeddings:
@@ -260,6 +276,7 @@ def collection_model(user_key: str) -> str | None:
     return None if collection is None else (collection.metadata or {}).get("model", "")
 
 
+@metrics.vector_index_call("drop")
 def drop(user_key: str) -> None:
     """Delete `user_key`'s whole collection (its segment files go with it)."""
     client = get_client()
@@ -293,6 +310,7 @@ def list_collections() -> dict[str, str]:
     return out
 
 
+@metrics.vector_index_call("heartbeat")
 def heartbeat() -> None:
     _call("heartbeat", get_client().heartbeat)
 
@@ -353,23 +371,19 @@ def compact_storage() -> dict[str, Any]:
     removed and the SQLite file is vacuumed. A Chroma server must be compacted on its own host;
     then this returns {"compacted": False}.
     """
-    import shutil
-    import sqlite3
-
     config = _config()
     if config[0] != "embedded":
         return {"compacted": False, "reason": f"{describe()} is compacted on its own host"}
-    root = config[1]
-    database = os.path.join(root, "chroma.sqlite3")
-    if not os.path.exists(database):
+    root = Path(config[1])
+    database = root / "chroma.sqlite3"
+    if not database.exists():
         return {"compacted": True, "removed_folders": 0}
     get_client()  # make sure Chroma has flushed its own state before we look at the file
     with sqlite3.connect(database, timeout=COMPACT_LOCK_TIMEOUT) as connection:
         live = {row[0] for row in connection.execute("SELECT id FROM segments")}
     removed = 0
-    for entry in os.listdir(root):
-        path = os.path.join(root, entry)
-        if os.path.isdir(path) and entry not in live and _looks_like_segment(entry):
+    for path in root.iterdir():
+        if path.is_dir() and path.name not in live and _looks_like_segment(path.name):
             shutil.rmtree(path)
             removed += 1
     connection = sqlite3.connect(database, timeout=COMPACT_LOCK_TIMEOUT, isolation_level=None)
@@ -382,8 +396,6 @@ def compact_storage() -> dict[str, Any]:
 
 
 def _looks_like_segment(name: str) -> bool:
-    import uuid
-
     try:
         uuid.UUID(name)
     except ValueError:

@@ -5,26 +5,33 @@ Tokens are created with `manage.py create_bot_token` (the secret is printed once
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from django.contrib import admin, messages
-from django.db.models import QuerySet
+from django.contrib.auth.admin import UserAdmin
+from django.contrib.auth.models import User
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from . import tokens
 from .audit import Actor
 from .models import AuditEntry, BotGrant, BotToken, Scope
 from .roles import allowed_bots
 
+_M = TypeVar("_M", bound=Model)
+TOKEN_FIELDS = ("name", "prefix", "bot_uuids", "created_at", "created_by", "last_used_at", "revoked_at")
+
 
 @admin.register(BotToken)
-class BotTokenAdmin(admin.ModelAdmin):
+class BotTokenAdmin(admin.ModelAdmin[BotToken]):
     list_display = ["name", "prefix", "bots", "created_at", "created_by", "last_used_at", "state"]
     list_filter = [("revoked_at", admin.EmptyFieldListFilter)]
     search_fields = ["name", "prefix"]
     ordering = ["-created_at"]
-    fields = ["name", "prefix", "bot_uuids", "created_at", "created_by", "last_used_at", "revoked_at"]
-    readonly_fields = fields
+    fields = TOKEN_FIELDS
+    readonly_fields = TOKEN_FIELDS
     actions = ["revoke_tokens"]
 
     @admin.display(description=_("bots"))
@@ -33,7 +40,7 @@ class BotTokenAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("state"))
     def state(self, token: BotToken) -> str:
-        return _("active") if token.is_active else _("revoked")
+        return gettext("active") if token.is_active else gettext("revoked")
 
     @admin.action(description=_("Revoke the selected tokens"), permissions=["change"])
     def revoke_tokens(self, request: HttpRequest, queryset: QuerySet[BotToken]) -> None:
@@ -53,14 +60,14 @@ class BotTokenAdmin(admin.ModelAdmin):
 
 
 @admin.register(BotGrant)
-class BotGrantAdmin(admin.ModelAdmin):
+class BotGrantAdmin(admin.ModelAdmin[BotGrant]):
     list_display = ["user", "bot_uuid"]
     list_filter = ["bot_uuid"]
     search_fields = ["user__username", "bot_uuid"]
     autocomplete_fields = ["user"]
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -72,14 +79,14 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Scope)
-class ScopeAdmin(ReadOnlyAdmin):
+class ScopeAdmin(ReadOnlyAdmin[Scope]):
     list_display = ["scope_key", "isolation", "user_key", "bot_uuid", "first_seen", "last_seen"]
     list_filter = ["isolation"]
     search_fields = ["scope_key", "bot_uuid", "session_name"]
 
 
 @admin.register(AuditEntry)
-class AuditEntryAdmin(ReadOnlyAdmin):
+class AuditEntryAdmin(ReadOnlyAdmin[AuditEntry]):
     """Structural fields only: payloads (personal content) are read in the console's audit view."""
 
     list_display = ["seq", "timestamp", "operation", "actor", "scope_key", "target_type", "target_id"]
@@ -105,6 +112,39 @@ class AuditEntryAdmin(ReadOnlyAdmin):
     ordering = ["-seq"]
 
 
+# What makes a user more powerful than an ordinary console account: only superusers change these.
+PRIVILEGE_FIELDS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+
+class ConsoleUserAdmin(UserAdmin):  # type: ignore[type-arg]
+    """Django's user admin, where only superusers change privileges or touch a superuser's account.
+
+    A console admin (staff in the *admin* group, not a superuser) manages ordinary accounts, but
+    cannot grant superuser, staff, groups (roles) or permissions to anyone, itself included, nor
+    change, set the password of, or delete a superuser (which would let it log in as one).
+    """
+
+    def get_readonly_fields(self, request: HttpRequest, obj: User | None = None) -> tuple[str, ...]:
+        fields = tuple(super().get_readonly_fields(request, obj))
+        if obj is not None and not request.user.is_superuser:
+            return (*fields, *PRIVILEGE_FIELDS)
+        return fields
+
+    def has_change_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+admin.site.unregister(User)
+admin.site.register(User, ConsoleUserAdmin)
+
+
 def _admin_site_permission(request: HttpRequest) -> bool:
     """The Django admin manages users, grants and tokens for every bot, so only staff without
     per-bot grants may use it: a bot-limited admin could otherwise widen their own grants."""
@@ -112,4 +152,5 @@ def _admin_site_permission(request: HttpRequest) -> bool:
     return user.is_active and user.is_staff and allowed_bots(user) is None
 
 
-admin.site.has_permission = _admin_site_permission
+# The default site keeps its registry; only its permission check changes.
+admin.site.has_permission = _admin_site_permission  # type: ignore[method-assign]

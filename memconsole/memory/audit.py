@@ -1,4 +1,4 @@
-"""The audit log as an HMAC hash chain (DESIGN.md §6).
+"""The audit log as an HMAC hash chain (docs/design.md §6).
 
 Each entry stores the previous entry's hash and an HMAC over its structural fields plus a keyed
 digest of its payload. Everything that can carry personal content (summary, before, after,
@@ -18,13 +18,18 @@ import hmac
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .errors import PermissionDenied
 from .models import AuditEntry, AuditHead, canonical_json
+from .reports import Report
+
+if TYPE_CHECKING:
+    from .scopes import ScopeKeys
 
 GENESIS = "0" * 64
 SUMMARY_MAX = 240
@@ -57,10 +62,21 @@ class Actor:
     def label(self) -> str:
         return f"{self.type}:{self.name}" if self.type != "token" else self.name
 
+    def may_use_bot(self, bot_uuid: str) -> bool:
+        """Whether this actor may read or change the memory of bot `bot_uuid`."""
+        return self.bot_uuids is None or bot_uuid in self.bot_uuids
+
+    def require_bot(self, keys_or_bot_uuid: ScopeKeys | str) -> None:
+        """`PermissionDenied` unless this actor may use the bot (of these scope keys)."""
+        bot_uuid = keys_or_bot_uuid if isinstance(keys_or_bot_uuid, str) else keys_or_bot_uuid.bot_uuid
+        if not self.may_use_bot(bot_uuid):
+            raise PermissionDenied("this actor may not use this bot's memory")
+
 
 def audit_key() -> bytes:
-    if settings.MEMCONSOLE_AUDIT_KEY:
-        return settings.MEMCONSOLE_AUDIT_KEY.encode()
+    key: str | None = settings.MEMCONSOLE_AUDIT_KEY
+    if key:
+        return key.encode()
     return hmac.new(settings.SECRET_KEY.encode(), b"memconsole-audit-chain-v1", hashlib.sha256).digest()
 
 
@@ -198,7 +214,7 @@ def append(
 
 
 @dataclass(frozen=True)
-class ChainReport:
+class ChainReport(Report):
     ok: bool
     checked: int
     broken_seq: int | None = None

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
-from . import audit, operations
+from . import audit
 from .audit import Actor
-from .models import STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode
+from .counters import recount
+from .injection import record_injection
+from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode
+from .paging import chunks
+from .profiles import update_profile
 from .scopes import ScopeKeys, derive_scope, register_scope
+from .sync import index_episodes
 
 BOTS = [
     (
@@ -159,6 +163,7 @@ QUERIES = [
 ]
 
 EPISODES_PER_SCOPE = 200
+INDEX_BATCH = 256
 
 
 class DemoNotEmpty(Exception):
@@ -191,7 +196,7 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
         created = _demo_episodes(keys, members, rng, actor, now)
         totals["episodes"] += created
         totals["scopes"] += 1
-        operations.update_profile(
+        update_profile(
             keys,
             actor,
             "session",
@@ -201,13 +206,13 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
         )
         totals["profiles"] += 1
         for sender_id, name in members:
-            operations.update_profile(keys, actor, "speaker", sender_id, name=name, add_traits=rng.sample(TRAITS, 2))
+            update_profile(keys, actor, "speaker", sender_id, name=name, add_traits=rng.sample(TRAITS, 2))
             if rng.random() < 0.5:  # a second version, so history and rollback have something to show
-                operations.update_profile(keys, actor, "speaker", sender_id, add_preferences=rng.sample(PREFERENCES, 2))
+                update_profile(keys, actor, "speaker", sender_id, add_preferences=rng.sample(PREFERENCES, 2))
             totals["profiles"] += 1
         for _ in range(4):
             sender_id, name = rng.choice(members)
-            operations.record_injection(
+            record_injection(
                 keys,
                 actor,
                 rng.choice(QUERIES),
@@ -220,7 +225,9 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
     return totals
 
 
-def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, now) -> int:
+def _demo_episodes(
+    keys: ScopeKeys, members: list[tuple[str, str]], rng: random.Random, actor: Actor, now: datetime
+) -> int:
     rows: list[Episode] = []
     with transaction.atomic():
         register_scope(keys)
@@ -229,43 +236,37 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
             chinese = name in ZH_NAMES
             template, tags = rng.choice(ZH_FACTS if chinese else EN_FACTS)
             age = timedelta(days=(EPISODES_PER_SCOPE - position) * rng.uniform(0.5, 2.0), minutes=rng.randint(0, 1440))
-            episode = Episode(
-                episode_id=operations.new_episode_id(),
-                user_key=keys.user_key,
-                scope_key=keys.scope_key,
+            importance = rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0]  # drawn before the content, as always
+            episode = Episode.create(
+                keys,
+                _fill(template, rng),
                 tags=list(tags),
-                tags_text=operations.tags_text(list(tags)),
-                importance=rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0],
+                importance=importance,
                 timestamp=now - age,
                 sender_id=sender_id,
                 sender_name=name,
-                bot_uuid=keys.bot_uuid,
                 source="agent",
                 created_at=now - age,
                 updated_at=now - age,
             )
-            episode.set_content(_fill(template, rng))
             rows.append(episode)
         # A few supersede chains: a later correction replaces an earlier fact.
         for _ in range(6):
             old = rng.choice(rows[: len(rows) // 2])
             template, tags = rng.choice(CORRECTIONS)
-            correction = Episode(
-                episode_id=operations.new_episode_id(),
-                user_key=keys.user_key,
-                scope_key=keys.scope_key,
+            timestamp = now - timedelta(days=rng.uniform(0, 20))
+            correction = Episode.create(
+                keys,
+                _fill(template, rng),
                 tags=list(tags),
-                tags_text=operations.tags_text(list(tags)),
                 importance=3,
-                timestamp=now - timedelta(days=rng.uniform(0, 20)),
+                timestamp=timestamp,
                 sender_id=old.sender_id,
                 sender_name=old.sender_name,
-                bot_uuid=keys.bot_uuid,
                 source="agent",
                 created_at=now,
                 updated_at=now,
             )
-            correction.set_content(_fill(template, rng))
             old.status, old.superseded_by, old.importance = (
                 STATUS_SUPERSEDED,
                 correction.episode_id,
@@ -273,7 +274,7 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
             )
             rows.append(correction)
         for episode in rng.sample(rows, len(rows) // 12):
-            if episode.status == "active":
+            if episode.status == STATUS_ACTIVE:
                 episode.status = STATUS_ARCHIVED
         Episode.objects.bulk_create(rows, batch_size=500)
         for episode in rows:
@@ -289,8 +290,8 @@ def _demo_episodes(keys: ScopeKeys, members, rng: random.Random, actor: Actor, n
                 summary=f"remembered: {episode.content}",
                 metadata={"source": "demo"},
             )
-        operations.recount(keys.user_key)
-    stored = list(operations.episodes_by_ids(Q(user_key=keys.user_key), [e.episode_id for e in rows]))
-    for start in range(0, len(stored), 256):
-        operations.index_episodes(stored[start : start + 256])
+        recount(keys.user_key)
+    stored = list(Episode.objects.in_scope(keys.user_key).with_ids([e.episode_id for e in rows]))
+    for batch in chunks(stored, INDEX_BATCH):
+        index_episodes(list(batch))
     return len(rows)

@@ -1,4 +1,4 @@
-"""Erasure of one person (DESIGN.md §6, issue 5).
+"""Erasure of one person (docs/design.md §6, issue 5).
 
 `erase_subject(sender_id)` removes, across every scope (or every scope of one bot):
 - their speaker profiles, with every version;
@@ -30,29 +30,34 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import connection, transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 from memconsole.lib import vectors
 
-from . import audit, operations
+from . import audit, paging
 from .audit import Actor
-from .errors import PermissionDenied, ValidationError
+from .counters import recount
+from .errors import PermissionDenied, ValidationError, unavailable_on_failure
+from .injection import MEMORIES_BLOCK, memory_block
 from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion, canonical_json
+from .paging import chunks
+from .reports import Report
+from .sync import mark_current, mark_not_current
+from .validation import MAX_SENDER_CHARS
 
 log = logging.getLogger("memconsole.memory")
 
 BATCH = 1000
-MEMORIES_BLOCK = "[Relevant memories]"
 
 
 @dataclass
-class ErasureReport:
+class ErasureReport(Report):
     dry_run: bool
     subject_digest: str = ""
     bot_uuid: str = ""
@@ -67,9 +72,6 @@ class ErasureReport:
     vector_index: dict[str, Any] = field(default_factory=dict)
     database: dict[str, Any] = field(default_factory=dict)
     receipt_audit_id: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
     @property
     def total(self) -> int:
@@ -90,14 +92,14 @@ class ErasureReport:
 def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
     if not isinstance(sender_id, str) or not sender_id.strip():
         raise ValidationError("sender_id is required", field="sender_id")
-    if len(sender_id) > operations.MAX_SENDER_CHARS or "\x00" in sender_id:
+    if len(sender_id) > MAX_SENDER_CHARS or "\x00" in sender_id:
         raise ValidationError("sender_id is not a valid sender id", field="sender_id")
     if bot_uuid is not None and not isinstance(bot_uuid, str):
         raise ValidationError("bot_uuid must be a string", field="bot_uuid")
     bot_uuid = (bot_uuid or "").strip()
     if ":" in bot_uuid:
         raise ValidationError("bot_uuid may not contain ':'", field="bot_uuid")
-    if actor.bot_uuids is not None and (not bot_uuid or bot_uuid not in actor.bot_uuids):
+    if actor.bot_uuids is not None and (not bot_uuid or not actor.may_use_bot(bot_uuid)):
         raise PermissionDenied("this actor may only erase within its own bots (give one of them)")
     return sender_id, bot_uuid
 
@@ -114,16 +116,6 @@ def _quoted(sender_id: str) -> str:
     return json.dumps(sender_id, ensure_ascii=False)
 
 
-def _render_memories(episodes: list[dict[str, Any]]) -> str:
-    rows = []
-    for episode in episodes:
-        stamp = episode.get("timestamp") or ""
-        when = stamp[:10] if stamp else "undated"
-        by = episode.get("sender_name") or episode.get("sender_id") or "unknown"
-        rows.append(f"- ({when}) {by}: {episode.get('content', '')}")
-    return MEMORIES_BLOCK + "\n" + "\n".join(rows)
-
-
 def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[str]) -> dict[str, Any] | None:
     """The snapshot payload without the person's episodes, or None when they are not in it."""
     episodes = payload.get("episodes") or []
@@ -136,11 +128,13 @@ def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[s
         return None
     blocks = [b for b in payload.get("system_blocks") or [] if not str(b).startswith(MEMORIES_BLOCK)]
     if kept:
-        blocks.append(_render_memories(kept))
+        blocks.append(memory_block(kept))
     return {**payload, "episodes": kept, "system_blocks": blocks}
 
 
-def _snapshots_to_rewrite(sender_id: str, episode_ids: set[str], snapshots: Iterable[InjectionSnapshot]):
+def _snapshots_to_rewrite(
+    sender_id: str, episode_ids: set[str], snapshots: Iterable[InjectionSnapshot]
+) -> Iterator[tuple[InjectionSnapshot, dict[str, Any]]]:
     """(snapshot, new payload) for each of `snapshots` that holds the person's episodes."""
     for snapshot in snapshots:
         rewritten = _without_subject(snapshot.payload, sender_id, episode_ids)
@@ -148,13 +142,13 @@ def _snapshots_to_rewrite(sender_id: str, episode_ids: set[str], snapshots: Iter
             yield snapshot, rewritten
 
 
-def _other_snapshots(sender_id: str, bot_uuid: str):
+def _other_snapshots(sender_id: str, bot_uuid: str) -> QuerySet[InjectionSnapshot]:
     """Snapshots of someone else that may hold the person's episodes (encrypted ones are read to tell)."""
     candidates = InjectionSnapshot.objects.filter(_in_bot(bot_uuid)).exclude(speaker_id=sender_id)
     return candidates.filter(Q(encrypted=True) | Q(payload_stored__contains=_quoted(sender_id)))
 
 
-def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditEntry]):
+def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditEntry]) -> Iterator[AuditEntry]:
     """Those of `entries` about the person: by sender, by target, or naming them in the payload."""
     quoted = _quoted(sender_id)
     for entry in entries:
@@ -166,18 +160,14 @@ def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditE
                 yield entry
 
 
-def _audit_entries(bot_uuid: str):
+def _audit_entries(bot_uuid: str) -> QuerySet[AuditEntry]:
     return AuditEntry.objects.filter(_in_bot(bot_uuid)) if bot_uuid else AuditEntry.objects.all()
 
 
-def _batches(queryset) -> Iterable[Any]:
-    return operations.iter_in_batches(queryset, BATCH)
-
-
-def _by_pk(queryset, pks: list[int]) -> Iterable[Any]:
+def _by_pk(queryset: QuerySet[Any], pks: list[int]) -> Iterator[Any]:
     """Rows of `queryset` among `pks`, fetched again in batches (re-checked under the lock)."""
-    for start in range(0, len(pks), BATCH):
-        yield from queryset.filter(pk__in=pks[start : start + BATCH]).order_by("pk")
+    for batch in chunks(pks, BATCH):
+        yield from queryset.filter(pk__in=batch).order_by("pk")
 
 
 @dataclass
@@ -200,7 +190,7 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     """Remove every trace of one person (see the module docstring); `dry_run` only counts.
 
     Raises `ValidationError` for a bad sender id, `PermissionDenied` for an actor limited to other
-    bots. Returns the counts; with `dry_run=False` also the receipt's audit id.
+    bots, `Unavailable` when a stored payload cannot be decrypted. Returns the counts; with `dry_run=False` also the receipt's audit id.
 
     The search (which reads, and may decrypt, the whole audit log and every snapshot) runs outside
     any transaction: on SQLite a transaction holds the database's write lock from its start, and
@@ -208,6 +198,11 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     and looks at what was written since, inside its transaction.
     """
     sender_id, bot_uuid = _check(sender_id, bot_uuid, actor)
+    with unavailable_on_failure():  # a payload no configured key opens
+        return _erase(sender_id, bot_uuid, actor, dry_run)
+
+
+def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> ErasureReport:
     report = ErasureReport(dry_run=dry_run, subject_digest=audit.subject_digest(sender_id), bot_uuid=bot_uuid)
     episodes = Episode.objects.filter(sender_id=sender_id)
     if bot_uuid:
@@ -236,8 +231,8 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
         ProfileVersion.objects.filter(profile_id__in=found.profile_pks).delete()
         Profile.objects.filter(pk__in=found.profile_pks).delete()
         pks = [row[0] for row in found.episode_rows]
-        for start in range(0, len(pks), BATCH):
-            Episode.objects.filter(pk__in=pks[start : start + BATCH]).delete()
+        for batch in chunks(pks, BATCH):
+            Episode.objects.filter(pk__in=batch).delete()
         audit.lock_chain()  # nothing more is appended to the chain until this commits
 
         episode_ids = found.episode_ids
@@ -246,10 +241,14 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
         found.rewrites = list(
             _snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites]))
         )
-        found.rewrites += _snapshots_to_rewrite(sender_id, episode_ids, _batches(others.filter(pk__gt=snapshot_mark)))
+        found.rewrites += _snapshots_to_rewrite(
+            sender_id, episode_ids, paging.iter_in_batches(others.filter(pk__gt=snapshot_mark), BATCH)
+        )
         entries = _audit_entries(bot_uuid)
         found.to_redact = list(_audit_to_redact(sender_id, targets, _by_pk(entries, [e.pk for e in found.to_redact])))
-        found.to_redact += _audit_to_redact(sender_id, targets, _batches(entries.filter(seq__gt=audit_mark)))
+        found.to_redact += _audit_to_redact(
+            sender_id, targets, paging.iter_in_batches(entries.filter(seq__gt=audit_mark), BATCH)
+        )
         report.snapshots_deleted = speaker_snapshots.count()
         report.snapshots_redacted = len(found.rewrites)
         report.audit_redacted = len(found.to_redact)
@@ -283,7 +282,7 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
             )
         speaker_snapshots.delete()
         for user_key in found.user_keys:
-            operations.recount(user_key)
+            recount(user_key)
         receipt = audit.append(
             "erase_subject",
             actor,
@@ -310,7 +309,14 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     return report
 
 
-def _find(sender_id: str, bot_uuid: str, episodes, profiles, other_snapshots, entries) -> _Found:
+def _find(
+    sender_id: str,
+    bot_uuid: str,
+    episodes: QuerySet[Episode],
+    profiles: QuerySet[Profile],
+    other_snapshots: QuerySet[InjectionSnapshot],
+    entries: QuerySet[AuditEntry],
+) -> _Found:
     """Everything about the person, as it stands now (read without a transaction)."""
     episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
     episode_ids = {row[1] for row in episode_rows}
@@ -318,12 +324,17 @@ def _find(sender_id: str, bot_uuid: str, episodes, profiles, other_snapshots, en
     return _Found(
         episode_rows=episode_rows,
         profile_pks=list(profiles.values_list("pk", flat=True)),
-        rewrites=list(_snapshots_to_rewrite(sender_id, episode_ids, _batches(other_snapshots))),
-        to_redact=list(_audit_to_redact(sender_id, targets, _batches(entries))),
+        rewrites=list(_snapshots_to_rewrite(sender_id, episode_ids, paging.iter_in_batches(other_snapshots, BATCH))),
+        to_redact=list(_audit_to_redact(sender_id, targets, paging.iter_in_batches(entries, BATCH))),
     )
 
 
-def _fill(report: ErasureReport, found: _Found, profiles, speaker_snapshots) -> None:
+def _fill(
+    report: ErasureReport,
+    found: _Found,
+    profiles: QuerySet[Profile],
+    speaker_snapshots: QuerySet[InjectionSnapshot],
+) -> None:
     report.episodes = len(found.episode_rows)
     report.profiles = len(found.profile_pks)
     report.profile_versions = ProfileVersion.objects.filter(profile_id__in=found.profile_pks).count()
@@ -343,13 +354,13 @@ def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: Erasure
     ids = set(episode_ids)
     try:
         for user_key in user_keys:
-            marked = _mark_not_current(user_key)
+            marked = mark_not_current(user_key)
             present = [i for i in vectors.all_ids(user_key) if i in ids]
             if present:
                 vectors.delete(user_key, present)
             vectors.rebuild_collection(user_key)
             report.collections_rebuilt += 1
-            _mark_current(user_key, marked)
+            mark_current(user_key, marked)
         return {
             "ok": True,
             **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"}),
@@ -358,22 +369,6 @@ def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: Erasure
         # sqlite3.Error: embedded Chroma's own database file, e.g. "database is locked" while compacting.
         log.exception("erasure: the vector index was not fully purged")
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-
-
-def _mark_not_current(user_key: str) -> list[int]:
-    """Mark the rows of `user_key` whose vector is current as not current; returns their keys."""
-    pks = list(Episode.objects.filter(user_key=user_key, vector_current=True).values_list("pk", flat=True))
-    for start in range(0, len(pks), BATCH):
-        Episode.objects.filter(pk__in=pks[start : start + BATCH]).update(vector_current=False)
-    return pks
-
-
-def _mark_current(user_key: str, pks: list[int]) -> None:
-    """Mark current again those of `pks` whose vector the rebuilt collection holds."""
-    kept = set(vectors.all_ids(user_key))
-    for start in range(0, len(pks), BATCH):
-        rows = Episode.objects.filter(pk__in=pks[start : start + BATCH]).values_list("pk", "episode_id")
-        Episode.objects.filter(pk__in=[pk for pk, episode_id in rows if episode_id in kept]).update(vector_current=True)
 
 
 def compact_database() -> dict[str, Any]:

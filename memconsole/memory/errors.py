@@ -1,6 +1,17 @@
-"""Errors raised by memory operations. Views map them to 4xx responses."""
+"""Errors raised by memory operations. Faces map them: NotFound -> 404, PermissionDenied -> 403,
+ValidationError -> 400/422, Unavailable -> 503.
+
+Outside systems (the vector index, the embedding model, the encryption keys) raise their own
+errors in `memconsole.lib`; domain code turns them into `Unavailable` at its boundary
+(`unavailable_on_failure`), so that faces never import `memconsole.lib`.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from memconsole.lib import crypto, embeddings, vectors
 
 
 class MemoryError_(Exception):
@@ -22,3 +33,62 @@ class NotFound(MemoryError_):
 
 class PermissionDenied(MemoryError_):
     """The actor may not do this."""
+
+
+class Unavailable(MemoryError_):
+    """An outside system (vector index, embedding model, decryption key) failed; retry or repair.
+
+    `code` says which: "vector_index", "embedding_model", "decryption" (or "unavailable").
+    """
+
+    def __init__(self, message: str, code: str = "unavailable") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+# Each also is the lib error it stands for, so that code still catching the lib class (and the
+# lib's own tests) keeps working while the faces move to `Unavailable`.
+class VectorIndexUnavailable(Unavailable, vectors.VectorIndexError):
+    """The vector index cannot be reached or refused an operation."""
+
+
+class ModelMismatchUnavailable(VectorIndexUnavailable, vectors.ModelMismatch):
+    """A collection's vectors were made by another embedding model; run `manage.py reindex`."""
+
+
+class EmbeddingUnavailable(Unavailable, embeddings.EmbeddingError):
+    """The embedding model cannot be loaded."""
+
+
+class DecryptionUnavailable(Unavailable, crypto.DecryptionError):
+    """Stored data is encrypted and no configured key opens it."""
+
+
+def unavailable(exc: Exception) -> Unavailable:
+    """The domain error for a lib error (an `Unavailable` is returned as it is)."""
+    if isinstance(exc, Unavailable):
+        return exc
+    if isinstance(exc, vectors.ModelMismatch):
+        return ModelMismatchUnavailable(str(exc), "vector_index")
+    if isinstance(exc, vectors.VectorIndexError):
+        return VectorIndexUnavailable(str(exc), "vector_index")
+    if isinstance(exc, embeddings.EmbeddingError):
+        return EmbeddingUnavailable(str(exc), "embedding_model")
+    if isinstance(exc, crypto.DecryptionError):
+        return DecryptionUnavailable(str(exc), "decryption")
+    return Unavailable(str(exc))
+
+
+OUTSIDE_FAILURES = (vectors.VectorIndexError, embeddings.EmbeddingError, crypto.DecryptionError)
+
+
+@contextmanager
+def unavailable_on_failure() -> Iterator[None]:
+    """Raise `Unavailable` (with the lib error as `__cause__`) for an outside system's failure."""
+    try:
+        yield
+    except Unavailable:
+        raise
+    except OUTSIDE_FAILURES as exc:
+        raise unavailable(exc) from exc

@@ -1,4 +1,4 @@
-"""Scope exports (DESIGN.md §7).
+"""Scope exports (docs/design.md §7).
 
 A scope export is one JSON document that combines the LangBot-compatible envelopes:
 
@@ -27,24 +27,35 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, overload
 
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
 
 import memconsole
 
-from . import audit, operations
+from . import audit, queries
 from .audit import Actor
-from .models import PROFILE_SPEAKER, STATUSES, AuditEntry, Episode, Profile
+from .errors import unavailable_on_failure
+from .models import PROFILE_SPEAKER, STATUS_ACTIVE, STATUSES, AuditEntry, Episode, Profile
+from .paging import iter_in_batches
 from .scopes import ScopeKeys
+from .validation import validate_statuses
 
 FORMAT_MARKER = "memconsole-scope-export"
 AUDIT_FORMAT_MARKER = "memconsole-audit-export"
 FORMAT_VERSION = 1
 ENVELOPE_VERSION = 1
 BATCH = 500
+
+
+@overload
+def iso(value: datetime) -> str: ...
+@overload
+def iso(value: None) -> None: ...
+@overload
+def iso(value: datetime | None) -> str | None: ...
 
 
 def iso(value: datetime | None) -> str | None:
@@ -132,26 +143,26 @@ def audit_record(entry: AuditEntry) -> dict[str, Any]:
 # --- querysets ----------------------------------------------------------------------------------
 
 
-def _episodes(keys: ScopeKeys, statuses: list[str]):
-    rows = Episode.objects.filter(user_key=keys.user_key)
+def _episodes(keys: ScopeKeys, statuses: list[str]) -> QuerySet[Episode]:
+    rows = Episode.objects.in_scope(keys.user_key)
     if set(statuses) != set(STATUSES):
         # "missing or unknown reads as active": an unknown stored status goes with active.
         where = Q(status__in=statuses)
-        if "active" in statuses:
+        if STATUS_ACTIVE in statuses:
             where |= ~Q(status__in=STATUSES)
         rows = rows.filter(where)
     return rows
 
 
-def _profiles(keys: ScopeKeys):
+def _profiles(keys: ScopeKeys) -> QuerySet[Profile]:
     return Profile.objects.filter(scope_key=keys.scope_key)
 
 
-def _audit_entries(keys: ScopeKeys):
-    return AuditEntry.objects.filter(Q(scope_key=keys.scope_key) | Q(user_key=keys.user_key))
+def _audit_entries(keys: ScopeKeys) -> QuerySet[AuditEntry]:
+    return queries.scope_audit_entries(keys)
 
 
-def _bounded(queryset) -> tuple[Any, int]:
+def _bounded(queryset: QuerySet[Any]) -> tuple[Any, int]:
     """(queryset limited to rows that exist now, their count)."""
     top = queryset.aggregate(top=Max("pk"))["top"] or 0
     bounded = queryset.filter(pk__lte=top)
@@ -173,7 +184,8 @@ class ExportStream(Iterator[str]):
         return self
 
     def __next__(self) -> str:
-        return next(self._chunks)
+        with unavailable_on_failure():  # a row no configured key opens
+            return next(self._chunks)
 
     def close(self) -> None:
         # StreamingHttpResponse closes what it streams; close the generator (and its cursor) too.
@@ -211,14 +223,14 @@ def _head(keys: ScopeKeys, exported_at: str, **extra: Any) -> dict[str, Any]:
 
 def stream_scope_export(
     keys: ScopeKeys, actor: Actor, *, statuses: list[str] | None = None, include_audit: bool = False
-) -> Iterator[str]:
+) -> ExportStream:
     """JSON text chunks of one scope export document, in constant memory.
 
     `statuses=None` exports every status. Audited when called (see the module docstring); raises
     `PermissionDenied` / `ValidationError` immediately.
     """
-    operations._allow(actor, keys)
-    statuses = list(STATUSES) if statuses is None else operations.validate_statuses(statuses)
+    actor.require_bot(keys)
+    statuses = list(STATUSES) if statuses is None else validate_statuses(statuses)
     episodes, episode_count = _bounded(_episodes(keys, statuses))
     profiles, profile_count = _bounded(_profiles(keys))
     now = timezone.now()
@@ -249,7 +261,14 @@ def stream_scope_export(
     return ExportStream(_scope_document(keys, now, statuses, profiles, episodes, entries), counts, entry.audit_id)
 
 
-def _scope_document(keys: ScopeKeys, now: datetime, statuses: list[str], profiles, episodes, entries) -> Iterator[str]:
+def _scope_document(
+    keys: ScopeKeys,
+    now: datetime,
+    statuses: list[str],
+    profiles: QuerySet[Profile],
+    episodes: QuerySet[Episode],
+    entries: QuerySet[AuditEntry] | None,
+) -> Iterator[str]:
     exported_at = iso(now)
     head = {
         "format": FORMAT_MARKER,
@@ -265,27 +284,23 @@ def _scope_document(keys: ScopeKeys, now: datetime, statuses: list[str], profile
         },
     }
     yield _dump(head)[:-1] + ',"profiles":'
-    yield from _envelope(
-        _head(keys, exported_at), "profiles", map(profile_record, operations.iter_in_batches(profiles, BATCH))
-    )
+    yield from _envelope(_head(keys, exported_at), "profiles", map(profile_record, iter_in_batches(profiles, BATCH)))
     yield ',"episodes":'
     yield from _envelope(
         _head(keys, exported_at, statuses=statuses),
         "episodes",
-        map(episode_record, operations.iter_in_batches(episodes, BATCH)),
+        map(episode_record, iter_in_batches(episodes, BATCH)),
     )
     if entries is not None:
         yield ',"audit":'
-        yield from _envelope(
-            _head(keys, exported_at), "entries", map(audit_record, operations.iter_in_batches(entries, BATCH))
-        )
+        yield from _envelope(_head(keys, exported_at), "entries", map(audit_record, iter_in_batches(entries, BATCH)))
     yield "}\n"
 
 
 def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
     """JSON text chunks of the scope's audit envelope `{version: 1, ..., entries[], count}`
     (with a `format` marker). Audited when called, like `stream_scope_export`."""
-    operations._allow(actor, keys)
+    actor.require_bot(keys)
     now = timezone.now()
     with transaction.atomic():
         audit.lock_chain()
@@ -304,8 +319,8 @@ def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
     return ExportStream(stream, {"audit_entries": count}, entry.audit_id)
 
 
-def _audit_document(keys: ScopeKeys, now: datetime, entries) -> Iterator[str]:
+def _audit_document(keys: ScopeKeys, now: datetime, entries: QuerySet[AuditEntry]) -> Iterator[str]:
     exported_at = iso(now)
     head = {"format": AUDIT_FORMAT_MARKER, "memconsole_version": memconsole.__version__, **_head(keys, exported_at)}
-    yield from _envelope(head, "entries", map(audit_record, operations.iter_in_batches(entries, BATCH)))
+    yield from _envelope(head, "entries", map(audit_record, iter_in_batches(entries, BATCH)))
     yield "\n"

@@ -1,4 +1,4 @@
-"""Recall ranking (DESIGN.md §4). Pure functions: no database, no index.
+"""Recall ranking (docs/design.md §4). Pure functions: no database, no index.
 
 final = similarity × recency × importance × speaker × update × exact, clamped to [0, 1], where
 recency = exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing).

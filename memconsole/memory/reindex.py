@@ -23,18 +23,19 @@ The health probe's own short-lived canary scopes are skipped (the probe cleans u
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from django.db.models import Q
+from typing import Any, ClassVar
 
 from memconsole.lib import crypto, embeddings, vectors
 
-from . import operations as ops
+from .errors import unavailable_on_failure
 from .models import Episode
+from .paging import batches_by_pk, chunks
+from .reports import Report
+from .scopes import PROBE_USER_KEY_PREFIX
+from .sync import index_episodes, metadata_patch, same_metadata, vector_metadata
 
 EMBED_BATCH = 256
 SCAN_BATCH = 1000
@@ -42,7 +43,7 @@ DELETE_BATCH = 500
 
 Progress = Callable[[str, int, int], None]
 
-# What `operations.vector_metadata` and the currency test read; nothing else is loaded in a scan.
+# What `sync.vector_metadata` and the currency test read; nothing else is loaded in a scan.
 SCAN_FIELDS = (
     "episode_id",
     "user_key",
@@ -58,7 +59,7 @@ SCAN_FIELDS = (
 
 
 @dataclass
-class ReindexReport:
+class ReindexReport(Report):
     check_only: bool
     model_id: str = ""
     scopes: int = 0
@@ -121,28 +122,27 @@ class ReindexReport:
             head += f"; {len(self.errors)} errors (first: {self.errors[0]})"
         return head
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "check_only": self.check_only,
-            "model_id": self.model_id,
-            "scopes": self.scopes,
-            "episodes": self.episodes,
-            "vectors": self.vectors,
-            "drift": self.drift,
-            "not_current": self.not_current,
-            "missing": self.missing,
-            "stale": self.stale,
-            "orphans": self.orphans,
-            "orphan_collections": self.orphan_collections,
-            "foreign_model_collections": self.foreign_model_collections,
-            "reembedded": self.reembedded,
-            "metadata_fixed": self.metadata_fixed,
-            "orphans_deleted": self.orphans_deleted,
-            "collections_dropped": self.collections_dropped,
-            "errors": list(self.errors),
-            "duration_ms": self.duration_ms,
-            "summary": self.summary(),
-        }
+    JSON_KEYS: ClassVar[tuple[str, ...]] = (
+        "check_only",
+        "model_id",
+        "scopes",
+        "episodes",
+        "vectors",
+        "drift",
+        "not_current",
+        "missing",
+        "stale",
+        "orphans",
+        "orphan_collections",
+        "foreign_model_collections",
+        "reembedded",
+        "metadata_fixed",
+        "orphans_deleted",
+        "collections_dropped",
+        "errors",
+        "duration_ms",
+        "summary",
+    )
 
 
 @dataclass
@@ -160,52 +160,22 @@ class _ScopePlan:
         return not (self.embed or self.fix_metadata or self.orphans or self.drop_collection)
 
 
-def same_metadata(stored: dict[str, Any], expected: dict[str, Any]) -> bool:
-    if set(stored) != set(expected):
-        return False
-    for key, want in expected.items():
-        have = stored[key]
-        if isinstance(want, float) or isinstance(have, float):
-            if not isinstance(have, (int, float)) or isinstance(have, bool):
-                return False
-            if not math.isclose(float(have), float(want), rel_tol=0, abs_tol=1e-3):
-                return False
-        elif have != want:
-            return False
-    return True
-
-
-def metadata_patch(stored: dict[str, Any] | None, expected: dict[str, Any]) -> dict[str, Any]:
-    """Chroma merges metadata on update and upsert; a key set to None is removed."""
-    patch = dict(expected)
-    for key in stored or {}:
-        if key not in expected:
-            patch[key] = None
-    return patch
-
-
-def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-def _probe_prefix() -> str:
-    from .health import PROBE_USER_KEY_PREFIX
-
-    return PROBE_USER_KEY_PREFIX
-
-
 def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport:
     """Compare every vector with the database and (unless `check_only`) repair the index.
 
     `progress(stage, done, total)` is called as scopes are scanned ("scan") and as repairs go
-    ("repair", counted in rows and vectors). Raises `VectorIndexError` when the index cannot be
+    ("repair", counted in rows and vectors). Raises `Unavailable` when the index cannot be
     reached at all; per-batch failures during repair are collected in `errors`.
     """
+    with unavailable_on_failure():
+        return _reindex(check_only, progress)
+
+
+def _reindex(check_only: bool, progress: Progress | None) -> ReindexReport:
     started = time.monotonic()
     report = ReindexReport(check_only=check_only, model_id=embeddings.current_model_id())
     notify = progress or (lambda stage, done, total: None)
-    skip = _probe_prefix()
+    skip = PROBE_USER_KEY_PREFIX
 
     # Collections first, then the database (see the module docstring).
     collections = vectors.list_collections()
@@ -257,8 +227,8 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
     report.vectors += len(vector_ids)
 
     seen: set[str] = set()
-    rows = Episode.objects.filter(user_key=user_key).only(*SCAN_FIELDS)
-    for chunk in _chunks(rows, SCAN_BATCH):
+    rows = Episode.objects.in_scope(user_key).only(*SCAN_FIELDS)
+    for chunk in batches_by_pk(rows, SCAN_BATCH):
         present = {} if foreign else vectors.get(user_key, [e.episode_id for e in chunk if e.episode_id in vector_ids])
         for episode in chunk:
             seen.add(episode.episode_id)
@@ -269,7 +239,7 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
             elif episode.episode_id not in present:
                 report.missing += 1
                 plan.embed.append(episode.pk)
-            elif not same_metadata(present[episode.episode_id]["metadata"], ops.vector_metadata(episode)):
+            elif not same_metadata(present[episode.episode_id]["metadata"], vector_metadata(episode)):
                 report.stale += 1
                 plan.fix_metadata.append(episode.pk)
     if not foreign:
@@ -278,53 +248,44 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
     return plan
 
 
-def _chunks(queryset, size: int) -> Iterable[list[Episode]]:
-    last = 0
-    while True:
-        chunk = list(queryset.filter(pk__gt=last).order_by("pk")[:size])
-        if not chunk:
-            return
-        yield chunk
-        last = chunk[-1].pk
-
-
 def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, done: int, total: int) -> int:
     user_key = plan.user_key
     if plan.drop_collection:
         if plan.embed:
             # Made by another model: mark every row first, so that a crash from here on leaves
             # them to the next reindex, then rebuild the collection from scratch.
-            Episode.objects.filter(user_key=user_key).update(vector_current=False)
+            Episode.objects.in_scope(user_key).update(vector_current=False)
             _guard(report, f"dropping {user_key}", vectors.drop, user_key)
             report.collections_dropped += 1
-        elif not Episode.objects.filter(user_key=user_key).exists():
-            if _guard(report, f"dropping {user_key}", vectors.drop, user_key):
-                report.collections_dropped += 1
+        elif not Episode.objects.in_scope(user_key).exists() and _guard(
+            report, f"dropping {user_key}", vectors.drop, user_key
+        ):
+            report.collections_dropped += 1
         done += 1
         notify("repair", done, total)
 
-    for batch in _batches(plan.embed, EMBED_BATCH):
-        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).order_by("pk"))
+    for batch in chunks(plan.embed, EMBED_BATCH):
+        rows = list(Episode.objects.in_scope(user_key).filter(pk__in=batch).order_by("pk"))
         if rows and _guard(report, f"re-embedding {len(rows)} episodes of {user_key}", _embed, rows):
             report.reembedded += len(rows)
         done += len(batch)
         notify("repair", done, total)
 
-    for batch in _batches(plan.fix_metadata, DELETE_BATCH):
-        rows = list(Episode.objects.filter(user_key=user_key, pk__in=batch).only(*SCAN_FIELDS))
+    for batch in chunks(plan.fix_metadata, DELETE_BATCH):
+        rows = list(Episode.objects.in_scope(user_key).filter(pk__in=batch).only(*SCAN_FIELDS))
         if rows and _guard(report, f"fixing metadata of {len(rows)} vectors of {user_key}", _fix_metadata, rows):
             report.metadata_fixed += len(rows)
         done += len(batch)
         notify("repair", done, total)
 
-    for batch in _batches(plan.orphans, DELETE_BATCH):
-        alive = set(ops.episodes_by_ids(Q(user_key=user_key), batch).values_list("episode_id", flat=True))
-        doomed = [episode_id for episode_id in batch if episode_id not in alive]
+    for ids in chunks(plan.orphans, DELETE_BATCH):
+        alive = set(Episode.objects.in_scope(user_key).with_ids(ids).values_list("episode_id", flat=True))
+        doomed = [episode_id for episode_id in ids if episode_id not in alive]
         if doomed and _guard(
             report, f"deleting {len(doomed)} orphan vectors of {user_key}", vectors.delete, user_key, doomed
         ):
             report.orphans_deleted += len(doomed)
-        done += len(batch)
+        done += len(ids)
         notify("repair", done, total)
     return done
 
@@ -341,12 +302,12 @@ def _guard(report: ReindexReport, what: str, fn: Callable[..., Any], *args: Any)
 def _embed(rows: list[Episode]) -> None:
     user_key = rows[0].user_key
     before = vectors.get(user_key, [e.episode_id for e in rows])
-    ops.index_episodes(rows)
+    index_episodes(rows)
     # Upsert merges metadata: remove keys the row no longer has (e.g. tags once encrypted).
     patches = [
-        (e.episode_id, metadata_patch(before[e.episode_id]["metadata"], ops.vector_metadata(e)))
+        (e.episode_id, metadata_patch(before[e.episode_id]["metadata"], vector_metadata(e)))
         for e in rows
-        if e.episode_id in before and set(before[e.episode_id]["metadata"]) - set(ops.vector_metadata(e))
+        if e.episode_id in before and set(before[e.episode_id]["metadata"]) - set(vector_metadata(e))
     ]
     if patches:
         vectors.update_metadata(user_key, [p[0] for p in patches], [p[1] for p in patches])
@@ -359,5 +320,5 @@ def _fix_metadata(rows: list[Episode]) -> None:
     for episode in rows:
         if episode.episode_id in current:
             ids.append(episode.episode_id)
-            metas.append(metadata_patch(current[episode.episode_id]["metadata"], ops.vector_metadata(episode)))
+            metas.append(metadata_patch(current[episode.episode_id]["metadata"], vector_metadata(episode)))
     vectors.update_metadata(user_key, ids, metas)

@@ -1,8 +1,10 @@
-"""Console roles as groups with permissions (DESIGN.md §6), and per-bot grants."""
+"""Console roles as groups with permissions (docs/design.md §6), and per-bot grants."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from django.contrib.auth.models import Group, Permission
 
 VIEWER, OPERATOR, ADMIN = "viewer", "operator", "admin"
 ROLES = (VIEWER, OPERATOR, ADMIN)
@@ -42,10 +44,8 @@ ROLE_PERMISSIONS = {
 
 def ensure_roles(**_: Any) -> None:
     """Create or refresh the role groups (runs after every migrate)."""
-    from django.contrib.auth.models import Group, Permission
-
     for role, names in ROLE_PERMISSIONS.items():
-        group, _ = Group.objects.get_or_create(name=role)
+        group, _created = Group.objects.get_or_create(name=role)
         perms = []
         for name in names:
             app_label, codename = name.split(".")

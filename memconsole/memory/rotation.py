@@ -24,7 +24,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -33,9 +33,10 @@ from django.db import models, transaction
 from memconsole.lib import crypto, vectors
 
 from . import audit
-from . import operations as ops
 from .audit import Actor
 from .models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
+from .reports import Report
+from .sync import metadata_patch, vector_metadata
 
 Progress = Callable[[str, int, int], None]
 
@@ -55,7 +56,7 @@ def key_fingerprint(key: str) -> str:
 
 
 @dataclass
-class TableRotation:
+class TableRotation(Report):
     total: int = 0
     rotated: int = 0  # was under an older key
     encrypted: int = 0  # was plain
@@ -63,19 +64,9 @@ class TableRotation:
     unreadable: int = 0  # no configured key opens it: left untouched
     first_unreadable: int | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "total": self.total,
-            "rotated": self.rotated,
-            "encrypted": self.encrypted,
-            "skipped": self.skipped,
-            "unreadable": self.unreadable,
-            "first_unreadable": self.first_unreadable,
-        }
-
 
 @dataclass
-class RotationReport:
+class RotationReport(Report):
     key_id: str
     tables: dict[str, TableRotation] = field(default_factory=dict)
     vectors_pending: int = 0
@@ -110,16 +101,15 @@ class RotationReport:
                 break
         return text
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "key_id": self.key_id,
-            "tables": {name: t.as_dict() for name, t in self.tables.items()},
-            "totals": self.totals(),
-            "vectors_pending": self.vectors_pending,
-            "duration_ms": self.duration_ms,
-            "ok": self.ok,
-            "summary": self.summary(),
-        }
+    JSON_KEYS: ClassVar[tuple[str, ...]] = (
+        "key_id",
+        "tables",
+        "totals",
+        "vectors_pending",
+        "duration_ms",
+        "ok",
+        "summary",
+    )
 
 
 def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor | None = None) -> RotationReport:
@@ -210,8 +200,6 @@ def _rotate_table(
 
 def _refresh_vector_metadata(pks: list[int]) -> int:
     """Rewrite the metadata of newly encrypted episodes' vectors; returns how many are left pending."""
-    from .reindex import metadata_patch
-
     rows = list(Episode.objects.filter(pk__in=pks, vector_current=False).defer("content_stored"))
     by_key: dict[str, list[Episode]] = {}
     for row in rows:
@@ -224,7 +212,7 @@ def _refresh_vector_metadata(pks: list[int]) -> int:
             vectors.update_metadata(
                 user_key,
                 [e.episode_id for e in present],
-                [metadata_patch(current[e.episode_id]["metadata"], ops.vector_metadata(e)) for e in present],
+                [metadata_patch(current[e.episode_id]["metadata"], vector_metadata(e)) for e in present],
             )
         except vectors.VectorIndexError:
             pending += len(episodes)

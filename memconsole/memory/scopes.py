@@ -1,4 +1,4 @@
-"""Scope derivation (DESIGN.md §2, LangBot rules). One function derives every key."""
+"""Scope derivation (docs/design.md §2, LangBot rules). One function derives every key."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ MAX_SESSION_NAME = 255
 MAX_BOT_UUID = 128
 RESERVED_BOT_UUID = "bot"
 GLOBAL_USER_KEY = "global"
-# The health probe's own bot (health.PROBE_BOT_UUID): its scopes are swept and deleted by the probe,
-# so no token, import or console user may write there; only the probe, inside `unregistered_scopes()`.
+# The health probe's own bot: its scopes are swept and deleted by the probe, so no token, import or
+# console user may write there; only the probe, inside `unregistered_scopes()`.
 HEALTH_PROBE_BOT_UUID = "memconsole-health-probe"
+# Every user_key of the probe's scopes starts with this (session isolation): reindex and the health
+# check skip them, the probe sweeps them.
+PROBE_USER_KEY_PREFIX = HEALTH_PROBE_BOT_UUID + ":"
 
 _registration_suspended: ContextVar[bool] = ContextVar("memconsole_scope_registration_suspended", default=False)
 

@@ -1,4 +1,4 @@
-"""Bot API tokens (DESIGN.md §6): the secret is shown once, only its SHA-256 is stored.
+"""Bot API tokens (docs/design.md §6): the secret is shown once, only its SHA-256 is stored.
 
 A token reads `mct_<prefix>_<secret>`. The prefix (8 hex characters) is stored in the clear so
 that lists and the audit log can name a token without revealing it; the whole string is hashed.
@@ -30,7 +30,7 @@ def hash_secret(secret: str) -> str:
 
 
 def validate_bot_uuids(bot_uuids: Iterable[str]) -> list[str]:
-    """Clean, de-duplicated bot_uuids; each must be a valid, non-empty bot_uuid (DESIGN.md §2)."""
+    """Clean, de-duplicated bot_uuids; each must be a valid, non-empty bot_uuid (docs/design.md §2)."""
     out: list[str] = []
     for bot_uuid in bot_uuids:
         if not isinstance(bot_uuid, str) or not bot_uuid.strip():

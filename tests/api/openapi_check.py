@@ -8,7 +8,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
 
-from memconsole.api import openapi
+from memconsole.api import site as openapi
 
 
 @cache

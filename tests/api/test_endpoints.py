@@ -6,7 +6,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memconsole.memory import operations as ops
+from memconsole.lib import embeddings, vectors
+from memconsole.memory import episodes
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Scope
 from memconsole.memory.scopes import derive_scope
@@ -55,7 +56,7 @@ def test_it_audits_api_writes_with_the_token_as_actor(api, token_a):
 
 def test_it_makes_api_writes_visible_to_the_console_listing(api):
     body = remember(api, "The deploy is on Friday", sender_id="u1")
-    page = ops.list_episodes(derive_scope("bot-a", "group_100", "session"))
+    page = episodes.list_episodes(derive_scope("bot-a", "group_100", "session"))
     assert [e.episode_id for e in page.episodes] == [body["episode_id"]]
 
 
@@ -213,8 +214,6 @@ def test_it_uses_bot_isolation_across_sessions(api):
 
 
 def test_it_tells_the_bot_whether_the_episode_was_indexed(api, token_a):
-    from memconsole.lib import embeddings, vectors
-
     assert remember(api, "Alice lives in Paris", sender_id="u1")["indexed"] is True
     # A collection made by another model: the index refuses the next vector (until a reindex).
     user_key = derive_scope("bot-a", "group_100").user_key

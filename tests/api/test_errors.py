@@ -8,6 +8,7 @@ import time
 import pytest
 from django.utils import timezone
 
+from memconsole.api import views
 from memconsole.api.models import RateWindow
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor
@@ -39,7 +40,7 @@ def unchanged(db):
 
 
 @pytest.mark.parametrize(
-    "raw, code",
+    ("raw", "code"),
     [
         ('{"content": "x",', "malformed_json"),
         ("", "malformed_json"),
@@ -61,7 +62,7 @@ def test_it_answers_400_for_malformed_bodies(api, unchanged, raw, code):
 
 
 @pytest.mark.parametrize(
-    "field, value",
+    ("field", "value"),
     [
         ("content", 42),
         ("content", ["a"]),
@@ -152,7 +153,7 @@ def test_it_answers_404_for_an_episode_outside_the_scope(api, unchanged):
 
 
 @pytest.mark.parametrize(
-    "method, endpoint, allow",
+    ("method", "endpoint", "allow"),
     [
         ("get", "remember", "POST"),
         ("put", "recall", "POST"),
@@ -187,7 +188,7 @@ def test_it_answers_413_for_a_body_over_the_limit(api, settings):
 
 
 @pytest.mark.parametrize(
-    "changes, field",
+    ("changes", "field"),
     [
         ({"importance": 9}, "importance"),
         ({"importance": 0}, "importance"),
@@ -297,8 +298,6 @@ def test_it_answers_json_for_errors_raised_before_any_view(client):
 
 
 def test_it_answers_json_for_server_errors_under_api(rf):
-    from memconsole.api import views
-
     response = views.server_error(rf.get("/api/v1/recall"))
     assert response.status_code == 500 and response["Content-Type"] == "application/json"
     assert json.loads(response.content)["error"]["code"] == "internal_error"

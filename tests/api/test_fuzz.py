@@ -15,8 +15,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memconsole.api import views
 from memconsole.memory.audit import verify_audit_chain
+
+from . import request_fields
 
 pytestmark = pytest.mark.django_db
 
@@ -67,12 +68,12 @@ SPECIAL = {
 }
 
 ENDPOINTS = {
-    ("post", "remember"): views.REMEMBER_FIELDS,
-    ("post", "recall"): views.RECALL_FIELDS,
-    ("get", "profile"): views.PROFILE_QUERY_FIELDS,
-    ("post", "profile"): views.PROFILE_UPDATE_FIELDS,
-    ("post", "forget"): views.FORGET_FIELDS,
-    ("post", "inject"): views.INJECT_FIELDS,
+    ("post", "remember"): request_fields.REMEMBER_FIELDS,
+    ("post", "recall"): request_fields.RECALL_FIELDS,
+    ("get", "profile"): request_fields.PROFILE_QUERY_FIELDS,
+    ("post", "profile"): request_fields.PROFILE_UPDATE_FIELDS,
+    ("post", "forget"): request_fields.FORGET_FIELDS,
+    ("post", "inject"): request_fields.INJECT_FIELDS,
 }
 
 
@@ -96,7 +97,7 @@ def value_for_field(name: str, fields: dict[str, str]) -> st.SearchStrategy:
 def near_valid(endpoint: tuple[str, str]) -> st.SearchStrategy:
     """A valid request with up to three fields replaced, added or dropped."""
     fields = ENDPOINTS[endpoint]
-    names = sorted(fields) + ["unexpected"]
+    names = [*sorted(fields), "unexpected"]
 
     def mutate(changes: tuple[dict, list[str]]) -> dict:
         replaced, dropped = changes

@@ -60,7 +60,7 @@ def test_it_answers_a_real_body_over_the_limit_with_413(live_server, token_a, se
 
 
 @pytest.mark.parametrize(
-    "method, path, status",
+    ("method", "path", "status"),
     [
         ("GET", "/api/v1/remember", 405),
         ("POST", "/api/v1/nope", 404),

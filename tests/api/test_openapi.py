@@ -7,7 +7,7 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
-from memconsole.api import openapi
+from memconsole.api import site as openapi
 
 from .conftest import SCOPE_A
 from .openapi_check import assert_matches_openapi

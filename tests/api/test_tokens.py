@@ -8,6 +8,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
+from django.test import Client
 
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor, verify_audit_chain
@@ -91,8 +92,6 @@ def test_it_revokes_a_token_from_the_command(api, token_a):
 
 def test_it_revokes_tokens_from_the_admin(api, token_a, token_b):
     staff = User.objects.create_superuser("root", password="x")
-    from django.test import Client
-
     client = Client()
     client.force_login(staff)
     listing = client.get("/admin/memory/bottoken/")
@@ -110,8 +109,6 @@ def test_it_revokes_tokens_from_the_admin(api, token_a, token_b):
 
 
 def test_it_lets_the_admin_role_revoke_but_not_a_viewer(admin_user, viewer, token_a, token_b):
-    from django.test import Client
-
     for user, token, allowed in ((viewer, token_b[0], False), (admin_user, token_a[0], True)):
         user.is_staff = True
         user.save()
@@ -123,8 +120,6 @@ def test_it_lets_the_admin_role_revoke_but_not_a_viewer(admin_user, viewer, toke
 
 
 def test_it_shows_grants_scopes_and_audit_in_the_admin(api):
-    from django.test import Client
-
     admin_client = Client()
     admin_client.force_login(User.objects.create_superuser("root", password="x"))
     assert api.post("remember", {**SCOPE_A, "content": "visible in the admin"}).status_code == 201

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, injection, profiles
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
 from tests.conftest import PASSWORD
@@ -216,7 +216,7 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
     start = timezone.now().replace(microsecond=0) - timedelta(days=2)  # recent: recency keeps scores readable
     ids: list[str] = []
     speakers = [("u1", "Alice"), ("u2", "Bob")]
-    trip = ops.remember(
+    trip = episodes.remember(
         keys,
         system,
         "I am planning a trip to Beijing next month",
@@ -227,7 +227,7 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
         timestamp=start,
     ).episode
     ids.append(trip.episode_id)
-    xss = ops.remember(
+    xss = episodes.remember(
         keys,
         system,
         f"Alice pasted this markup: {XSS}",
@@ -239,7 +239,7 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
     ids.append(xss.episode_id)
     for n in range(EPISODE_COUNT - 2):
         sender_id, sender_name = speakers[n % 2]
-        made = ops.remember(
+        made = episodes.remember(
             keys,
             system,
             f"Note {n:02d}: {sender_name} mentioned topic number {n} in the group chat",
@@ -249,7 +249,7 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
             timestamp=start + timedelta(hours=2 + n),
         ).episode
         ids.append(made.episode_id)
-    ops.update_profile(
+    profiles.update_profile(
         keys,
         system,
         "session",
@@ -258,14 +258,14 @@ def seeded(db: Any, keys: ScopeKeys, other_keys: ScopeKeys, system: Any) -> Seed
         add_preferences=["short answers"],
         notes="A group planning trips together.",
     )
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious"])
-    ops.record_injection(
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious"])
+    injection.record_injection(
         keys, system, "when is the trip to Beijing?", query_id="q-1", sender_id="u1", sender_name="Alice"
     )
-    ops.record_injection(
+    injection.record_injection(
         keys, system, "what markup did Alice paste?", query_id="q-2", sender_id="u1", sender_name="Alice"
     )
-    ops.remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
+    episodes.remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
     scope = Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
     other = Scope.objects.get(scope_key=other_keys.scope_key, isolation=other_keys.isolation)
     return Seeded(keys, scope, other, ids, xss.episode_id, trip.episode_id)

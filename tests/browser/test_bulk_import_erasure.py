@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
 
@@ -73,7 +73,7 @@ def test_it_previews_the_count_and_archives_the_selected_episodes_in_bulk(
     dialogs = accept_dialogs(console)
     newest = list(reversed(seeded.episode_ids))
     already_archived, chosen = newest[1], [newest[0], newest[1], newest[2]]
-    ops.archive(seeded.keys, Actor.system("tests"), [already_archived])
+    episodes.archive(seeded.keys, Actor.system("tests"), [already_archived])
     console.log_in("admin")
     console.goto(f"/scopes/{seeded.scope.pk}/episodes/?status=all&limit=10")
 

@@ -9,7 +9,7 @@ import re
 import pytest
 from django.utils import translation
 
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes
 from memconsole.memory.audit import Actor
 
 from .conftest import DESKTOP, PHONE, Console, Seeded, playwright_expect
@@ -215,7 +215,7 @@ def test_it_translates_the_score_factors_into_chinese(console: Console, seeded: 
 
 @pytest.mark.browser
 def test_it_puts_no_space_after_a_chinese_full_stop(new_console, seeded: Seeded, admin_user) -> None:
-    ops.archive(seeded.keys, Actor.system("tests"), [seeded.trip_id])
+    episodes.archive(seeded.keys, Actor.system("tests"), [seeded.trip_id])
     console = new_console(viewport=PHONE)
     page = console.page
     console.log_in("admin")

@@ -40,9 +40,9 @@ def luminance(css_color: str) -> float:
 @pytest.mark.browser
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_it_takes_a_screenshot_of_every_screen(new_console, seeded: Seeded, admin_user, width: str) -> None:
-    from memconsole.memory import operations as ops
+    from memconsole.memory import profiles
 
-    ops.update_profile(seeded.keys, Actor.system("tests"), "session", add_traits=["likes maps"])  # a diff to show
+    profiles.update_profile(seeded.keys, Actor.system("tests"), "session", add_traits=["likes maps"])  # a diff to show
     health.run_health_check(Actor.system("tests"))
     viewport = DESKTOP if width == "desktop" else PHONE
     problems = []

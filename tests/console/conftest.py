@@ -8,8 +8,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from memconsole.memory import operations as ops
-from memconsole.memory.models import Episode, Scope
+from memconsole.memory.counters import recount
+from memconsole.memory.episodes import remember
+from memconsole.memory.models import Episode, Scope, new_episode_id, tags_text
 from memconsole.memory.scopes import register_scope
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -36,19 +37,19 @@ def plain_episodes(keys, n: int, *, tag: str = "bulk", sender_id: str = "u5") ->
     rows = []
     for i in range(n):
         episode = Episode(
-            episode_id=ops.new_episode_id(),
+            episode_id=new_episode_id(),
             user_key=keys.user_key,
             scope_key=keys.scope_key,
             timestamp=now - timedelta(minutes=n - i),
             sender_id=sender_id,
             sender_name="Eve",
             tags=[tag],
-            tags_text=ops.tags_text([tag]),
+            tags_text=tags_text([tag]),
         )
         episode.set_content(f"{tag} episode number {i:03d}")
         rows.append(episode)
     Episode.objects.bulk_create(rows)
-    ops.recount(keys.user_key)
+    recount(keys.user_key)
     return rows
 
 
@@ -64,7 +65,7 @@ def light_scope(db, keys) -> Scope:
 @pytest.fixture
 def other_scope(db, other_keys, system) -> Scope:
     """bot-b/group_200 with one episode: the only scope `granted_client` may see."""
-    ops.remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
+    remember(other_keys, system, "Bot B remembers the blue door", sender_id="u9", sender_name="Zed")
     return Scope.objects.get(scope_key=other_keys.scope_key, isolation=other_keys.isolation)
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
-from memconsole.memory import operations as ops
+from memconsole.memory.episodes import list_episodes
+from memconsole.memory.injection import record_injection
 from memconsole.memory.models import Episode, InjectionSnapshot
 
 from .conftest import htmx
@@ -15,7 +17,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def snapshot(scope, keys, system) -> InjectionSnapshot:
-    return ops.record_injection(keys, system, "where is the trip", sender_id="u1", sender_name="Alice").snapshot
+    return record_injection(keys, system, "where is the trip", sender_id="u1", sender_name="Alice").snapshot
 
 
 def console_urls(url, scope, episode_id, snapshot_id):
@@ -89,8 +91,8 @@ def test_it_answers_404_for_a_scope_that_does_not_exist(admin_client_, url):
 def test_it_answers_404_for_another_scopes_episode_and_snapshot(
     admin_client_, url, scope, other_scope, other_keys, system
 ):
-    foreign = ops.list_episodes(other_keys).episodes[0]
-    foreign_snapshot = ops.record_injection(other_keys, system, "blue door").snapshot
+    foreign = list_episodes(other_keys).episodes[0]
+    foreign_snapshot = record_injection(other_keys, system, "blue door").snapshot
     for method, address in [
         ("get", url("episode_detail", scope.pk, foreign.episode_id)),
         ("post", url("episode_archive", scope.pk, foreign.episode_id)),
@@ -112,8 +114,6 @@ def test_it_lets_a_granted_user_read_their_own_bots_scope(granted_client, url, o
 
 
 def test_it_refuses_users_without_any_role(db, url, scope):
-    from django.contrib.auth.models import User
-
     client = Client()
     client.force_login(User.objects.create_user("nobody", password="x"))
     assert client.get(url("overview")).status_code == 403

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.test import Client
 
 from tests.conftest import PASSWORD
@@ -94,6 +95,4 @@ def test_it_has_a_theme_toggle_and_its_scripts(viewer_client):
 
 def test_it_serves_the_static_files(viewer_client):
     for name in ("console/console.css", "console/console.js", "console/theme.js"):
-        from django.contrib.staticfiles import finders
-
         assert finders.find(name), name

@@ -12,7 +12,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from memconsole.memory import operations as ops
+from memconsole.memory.episodes import delete, list_episodes, remember
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts
 
 from .conftest import htmx, plain_episodes
@@ -161,7 +161,7 @@ def test_it_hides_actions_a_role_cannot_use(viewer_client, operator_client, url,
 @pytest.mark.parametrize("client_name", ["viewer_client", "admin_client_"])
 def test_it_shows_html_in_episode_content_as_text(request, client_name, url, scope, keys, system):
     client = request.getfixturevalue(client_name)
-    ops.remember(
+    remember(
         keys,
         system,
         '<script>alert("x")</script><img src=x onerror=alert(1)>',
@@ -353,7 +353,7 @@ def test_it_gives_the_rows_one_form_with_the_pages_csrf_token(admin_client_, url
 
 def test_it_answers_404_to_an_action_on_a_deleted_episode(admin_client_, url, scope, keys, system, scope_with_episodes):
     episode = scope_with_episodes[0]
-    ops.delete(keys, system, [episode.episode_id])
+    delete(keys, system, [episode.episode_id])
     assert admin_client_.post(url("episode_archive", scope.pk, episode.episode_id), **htmx()).status_code == 404
     assert admin_client_.get(url("episode_detail", scope.pk, episode.episode_id)).status_code == 404
 
@@ -445,7 +445,7 @@ def test_it_answers_400_to_a_bad_bulk_request(admin_client_, url, light_scope, d
 
 
 def test_it_ignores_other_scopes_episodes_in_a_bulk_request(admin_client_, url, scope, other_scope, other_keys):
-    foreign = ops.list_episodes(other_keys).episodes[0]
+    foreign = list_episodes(other_keys).episodes[0]
     response = admin_client_.post(
         url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": [foreign.episode_id], "confirmed": "1"}
     )
@@ -465,8 +465,8 @@ def test_it_enforces_csrf_on_bulk_actions(admin_user, url, scope, scope_with_epi
 
 
 def test_it_shows_an_episode_with_its_supersede_chain_and_audit_history(viewer_client, url, scope, keys, system):
-    old = ops.remember(keys, system, "Alice lives in Paris", sender_id="u1").episode
-    new = ops.remember(keys, system, "Alice lives in Paris", tags=["correction"], sender_id="u1")
+    old = remember(keys, system, "Alice lives in Paris", sender_id="u1").episode
+    new = remember(keys, system, "Alice lives in Paris", tags=["correction"], sender_id="u1")
     assert new.superseded == [old.episode_id]
     page = page_text(viewer_client.get(url("episode_detail", scope.pk, old.episode_id)))
     assert "Replaced by" in page and new.episode.episode_id in page

@@ -7,9 +7,10 @@ import pytest
 from django.test import Client
 
 from memconsole.lib import vectors
-from memconsole.memory import operations as ops
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, InjectionSnapshot, Profile, ProfileVersion
+from memconsole.memory.profiles import replace_profile
+from memconsole.memory.validation import MAX_SENDER_CHARS
 
 from .conftest import htmx, plain_episodes
 
@@ -29,7 +30,7 @@ def speaker_in_two_bots(db, keys, other_keys, system) -> str:
     for scope_keys, sender_id, n in ((keys, "u7", 2), (other_keys, "u7", 1), (keys, "u8", 1)):
         rows = plain_episodes(scope_keys, n, sender_id=sender_id)
         Episode.objects.filter(pk__in=[row.pk for row in rows]).update(bot_uuid=scope_keys.bot_uuid)
-    ops.replace_profile(
+    replace_profile(
         keys, system, "speaker", "u7", {"name": "Seven", "traits": ["tall"], "preferences": [], "notes": ""}
     )
     return "u7"
@@ -79,7 +80,7 @@ def test_it_answers_405_to_the_wrong_method(admin_client_, url, method, name):
     assert getattr(admin_client_, method)(url(name)).status_code == 405
 
 
-@pytest.mark.parametrize("sender_id", ["", "   ", "x" * (ops.MAX_SENDER_CHARS + 1), "u\x007"])
+@pytest.mark.parametrize("sender_id", ["", "   ", "x" * (MAX_SENDER_CHARS + 1), "u\x007"])
 @pytest.mark.parametrize("name", ["erasure", "erasure_run"])
 def test_it_answers_400_with_an_inline_error_to_a_bad_speaker_id(
     admin_client_, url, speaker_in_two_bots, name, sender_id
@@ -130,7 +131,7 @@ def test_it_refuses_a_confirmation_that_does_not_match(admin_client_, url, speak
 def test_it_erases_the_speaker_writes_the_receipt_and_keeps_the_chain_verifiable(
     admin_client_, url, keys, scope_with_episodes, system
 ):
-    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": [], "preferences": [], "notes": ""})
+    replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": [], "preferences": [], "notes": ""})
     erased = {e.episode_id for e in scope_with_episodes if e.sender_id == "u1"}
     assert erased <= set(vectors.all_ids(keys.user_key))
     response = admin_client_.post(url("erasure_run"), {"sender_id": "u1", "bot_uuid": "bot-a", "confirmation": "u1"})

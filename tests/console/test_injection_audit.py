@@ -6,10 +6,16 @@ import json
 import re
 
 import pytest
+from django.db import transaction
 from django.test import Client
+from django.utils.html import escape
 
-from memconsole.memory import operations as ops
-from memconsole.memory.models import AuditEntry
+from memconsole.memory import audit
+from memconsole.memory.episodes import remember
+from memconsole.memory.injection import record_injection
+from memconsole.memory.models import AuditEntry, InjectionSnapshot, Scope
+from memconsole.memory.profiles import replace_profile
+from memconsole.memory.scopes import derive_scope
 
 from .conftest import htmx
 
@@ -18,10 +24,8 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def injection(scope, keys, system):
-    ops.replace_profile(keys, system, "session", "", {"name": "Travel club", "traits": ["friendly"]})
-    return ops.record_injection(
-        keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice"
-    )
+    replace_profile(keys, system, "session", "", {"name": "Travel club", "traits": ["friendly"]})
+    return record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
 
 
 def test_it_shows_the_latest_injection_with_the_system_blocks_exactly_as_sent(viewer_client, url, scope, injection):
@@ -29,8 +33,6 @@ def test_it_shows_the_latest_injection_with_the_system_blocks_exactly_as_sent(vi
     assert "Latest injection" in page and "<code>q-1</code>" in page
     blocks = re.findall(r'<pre class="system-block">(.*?)</pre>', page, re.S)
     assert blocks  # each block shown once in the latest snapshot
-    from django.utils.html import escape
-
     assert blocks == [escape(block) for block in injection.system_blocks]
     assert "[Session profile]" in page and "Travel club" in page
     assert f'href="{url("injection_detail", scope.pk, injection.snapshot.snapshot_id)}"' in page
@@ -42,8 +44,6 @@ def test_it_shows_an_empty_injection_tab(viewer_client, url, light_scope):
 
 
 def test_it_pages_the_injection_history(viewer_client, url, light_scope, keys, system):
-    from memconsole.memory.models import InjectionSnapshot
-
     for i in range(23):
         InjectionSnapshot.objects.create(
             snapshot_id=f"{i:032x}",
@@ -72,7 +72,7 @@ def test_it_answers_400_to_a_bad_injection_cursor(viewer_client, url, light_scop
 
 
 def test_it_answers_404_to_another_scopes_snapshot(viewer_client, url, light_scope, other_scope, other_keys, system):
-    foreign = ops.record_injection(other_keys, system, "blue door").snapshot
+    foreign = record_injection(other_keys, system, "blue door").snapshot
     assert viewer_client.get(url("injection_detail", light_scope.pk, foreign.snapshot_id)).status_code == 404
     assert viewer_client.get(url("injection_detail", light_scope.pk, "0" * 32)).status_code == 404
 
@@ -100,10 +100,6 @@ def test_it_filters_the_audit_log_by_operation_and_actor(
 
 
 def test_it_pages_the_audit_log_by_sequence(viewer_client, url, light_scope, keys, system):
-    from django.db import transaction
-
-    from memconsole.memory import audit
-
     with transaction.atomic():
         for i in range(30):
             audit.append(
@@ -156,16 +152,12 @@ def test_it_enforces_csrf_on_the_audit_export(admin_user, url, light_scope):
 
 
 def test_it_shows_a_bot_isolation_scopes_shared_episodes_and_its_profiles_once_each(viewer_client, url, db, system):
-    from memconsole.memory.scopes import derive_scope
-
     shared = derive_scope("bot-a", "group_100", "bot")
     sibling = derive_scope("bot-a", "group_101", "bot")
-    ops.remember(shared, system, "said in group 100")
-    ops.remember(sibling, system, "said in group 101")  # same user_key bot:bot-a
-    ops.replace_profile(derive_scope("bot-a", "group_100", "session"), system, "session", "", {"name": "G100"})
-    ops.remember(derive_scope("bot-z", "group_100", "bot"), system, "another bot")
-    from memconsole.memory.models import Scope
-
+    remember(shared, system, "said in group 100")
+    remember(sibling, system, "said in group 101")  # same user_key bot:bot-a
+    replace_profile(derive_scope("bot-a", "group_100", "session"), system, "session", "", {"name": "G100"})
+    remember(derive_scope("bot-z", "group_100", "bot"), system, "another bot")
     scope = Scope.objects.get(scope_key="bot-a:group_100", isolation="bot")
     page = viewer_client.get(url("audit", scope.pk)).content.decode()
     assert "said in group 100" in page and "said in group 101" in page and "another bot" not in page

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from memconsole.memory import operations as ops
+from memconsole.memory.episodes import list_episodes
+from memconsole.memory.injection import record_injection
 
 from .conftest import htmx
 
@@ -33,7 +34,7 @@ def filter_panel(html: str) -> str:
 
 
 def test_it_labels_every_cell_of_the_stacked_tables(admin_client_, url, scope, system, keys):
-    ops.record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
+    record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
     pages = {
         url("episodes", scope.pk, query="status=all"): r'<tr id="episode-[^"]+" class="episode-row.*?</tr>',
         url("episodes", scope.pk, query="q=trip"): r'<tr id="episode-[^"]+" class="episode-row.*?</tr>',
@@ -48,7 +49,7 @@ def test_it_labels_every_cell_of_the_stacked_tables(admin_client_, url, scope, s
 
 
 def test_it_labels_the_cells_of_the_row_that_an_archive_swaps_in(operator_client, url, scope, keys):
-    episode_id = ops.list_episodes(keys, limit=10).episodes[0].episode_id
+    episode_id = list_episodes(keys, limit=10).episodes[0].episode_id
     response = operator_client.post(url("episode_archive", scope.pk, episode_id), **htmx())
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
@@ -89,7 +90,7 @@ def test_it_shows_the_number_of_results_a_search_uses(viewer_client, url, scope,
 
 
 def test_it_translates_the_score_factors_of_search_results_and_snapshots(viewer_client, url, scope, keys, system):
-    ops.record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
+    record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
     for path in (url("episodes", scope.pk, query="q=trip+to+Beijing"), url("injection", scope.pk)):
         html = viewer_client.get(path, **CHINESE).content.decode()
         breakdown = re.search(r'<dl class="breakdown".*?</dl>', html, re.S).group(0)

@@ -8,8 +8,8 @@ from urllib.parse import urlencode
 import pytest
 from django.test import Client
 
-from memconsole.memory import operations as ops
 from memconsole.memory.models import AuditEntry, Profile
+from memconsole.memory.profiles import get_profile, replace_profile
 
 from .conftest import htmx
 
@@ -20,10 +20,10 @@ PROFILE = {"name": "Alice", "traits": "curious\nkind", "preferences": "green tea
 
 @pytest.fixture
 def speaker_profile(light_scope, keys, system) -> Profile:
-    ops.replace_profile(
+    replace_profile(
         keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious"], "preferences": [], "notes": ""}
     )
-    return ops.replace_profile(
+    return replace_profile(
         keys,
         system,
         "speaker",
@@ -54,7 +54,7 @@ def test_it_shows_a_profile_with_its_history_and_the_latest_diff(viewer_client, 
 
 
 def test_it_diffs_two_chosen_versions(viewer_client, url, light_scope, keys, system, speaker_profile):
-    ops.replace_profile(keys, system, "speaker", "u1", {"name": "Alicia", "traits": [], "preferences": [], "notes": ""})
+    replace_profile(keys, system, "speaker", "u1", {"name": "Alicia", "traits": [], "preferences": [], "notes": ""})
     page = viewer_client.get(
         url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1", "diff_from": "1", "diff_to": "3"}
     ).content.decode()
@@ -83,7 +83,7 @@ def test_it_sends_a_speaker_profile_without_a_speaker_back_to_the_list(viewer_cl
 def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_client, url, light_scope, keys):
     response = operator_client.post(url("profile_edit", light_scope.pk, "session"), PROFILE)
     assert response.status_code == 302 and response["Location"] == url("profile_detail", light_scope.pk, "session")
-    data, row = ops.get_profile(keys, "session")
+    data, row = get_profile(keys, "session")
     assert data == {
         "name": "Alice",
         "traits": ["curious", "kind"],
@@ -104,7 +104,7 @@ def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, li
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
     assert html.lstrip().startswith('<div id="profile-panel"') and "Profile saved as version 3." in html
-    assert ops.get_profile(keys, "speaker", "u1")[1].version == 3
+    assert get_profile(keys, "speaker", "u1")[1].version == 3
 
 
 @pytest.mark.parametrize(
@@ -123,7 +123,7 @@ def test_it_answers_400_with_inline_errors_to_an_edit_beyond_the_limits(
     response = operator_client.post(url("profile_edit", light_scope.pk, "session"), data)
     assert response.status_code == 400
     assert f'id="id_{field}_error"' in response.content.decode()
-    assert ops.get_profile(keys, "session")[1] is None
+    assert get_profile(keys, "session")[1] is None
 
 
 def test_it_answers_404_to_a_speaker_edit_without_a_speaker(operator_client, url, light_scope):
@@ -136,7 +136,7 @@ def test_it_rolls_a_profile_back_and_audits_it(operator_client, url, light_scope
         url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}
     )
     assert response.status_code == 302 and response["Location"].endswith("?sender=u1")
-    data, row = ops.get_profile(keys, "speaker", "u1")
+    data, row = get_profile(keys, "speaker", "u1")
     assert row.version == 3 and data["traits"] == ["curious"] and data["preferences"] == []
     assert AuditEntry.objects.filter(operation="profile_rollback").count() == 1
 
@@ -171,7 +171,7 @@ def test_it_refuses_a_rollback_to_a_missing_version(operator_client, url, light_
 
 
 def test_it_keeps_profiles_of_another_scope_apart(operator_client, url, light_scope, other_scope, other_keys, system):
-    ops.replace_profile(other_keys, system, "speaker", "u1", {"name": "Zed"})
+    replace_profile(other_keys, system, "speaker", "u1", {"name": "Zed"})
     page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
     assert "Zed" not in page and "There is no profile yet." in page
     response = operator_client.post(
@@ -184,11 +184,11 @@ def test_it_enforces_csrf_on_profile_edits(operator, url, light_scope, keys):
     client = Client(enforce_csrf_checks=True)
     client.force_login(operator)
     assert client.post(url("profile_edit", light_scope.pk, "session"), PROFILE).status_code == 403
-    assert ops.get_profile(keys, "session")[1] is None
+    assert get_profile(keys, "session")[1] is None
 
 
 def test_it_shows_profile_content_as_text(viewer_client, url, light_scope, keys, system):
-    ops.replace_profile(keys, system, "session", "", {"name": "<script>x()</script>", "notes": "<i>hi</i>"})
+    replace_profile(keys, system, "session", "", {"name": "<script>x()</script>", "notes": "<i>hi</i>"})
     page = viewer_client.get(url("profile_detail", light_scope.pk, "session")).content.decode()
     assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page and "<i>hi</i>" not in page
 
@@ -206,7 +206,7 @@ def test_it_answers_400_to_a_rollback_to_a_version_number_beyond_any_version(
         url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "9" * 20}
     )
     assert response.status_code == 400
-    assert ops.get_profile(keys, "speaker", "u1")[1].version == 2
+    assert get_profile(keys, "speaker", "u1")[1].version == 2
 
 
 @pytest.mark.parametrize("action", ["profile_edit", "profile_rollback"])
@@ -216,7 +216,7 @@ def test_it_answers_400_to_a_posted_speaker_id_holding_a_nul(
     data = {**PROFILE, "sender_id": "u1\x00", "version": "1"}
     response = operator_client.post(url(action, light_scope.pk, "speaker"), data)
     assert response.status_code == 400
-    assert ops.get_profile(keys, "speaker", "u1")[1].version == 2
+    assert get_profile(keys, "speaker", "u1")[1].version == 2
 
 
 @pytest.mark.parametrize("sender_id", ["user#1234", "a&diff_from=99", "ü 1?x=/"])
@@ -230,4 +230,4 @@ def test_it_redirects_to_the_speaker_profile_with_the_speaker_id_encoded(
     )
     page = operator_client.get(response["Location"])
     assert page.status_code == 200 and "Profile saved as version 1." in page.content.decode()
-    assert ops.get_profile(keys, "speaker", sender_id)[1].version == 1
+    assert get_profile(keys, "speaker", sender_id)[1].version == 1

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memconsole.console.middleware import CONTENT_SECURITY_POLICY
+from memconsole.console.middleware import CONTENT_SECURITY_POLICY, client_ip
+from tests.conftest import PASSWORD
 
 pytestmark = pytest.mark.django_db
 
@@ -43,8 +44,6 @@ def test_it_serves_no_anonymous_password_reset_pages(client):
 
 
 def test_it_counts_logins_by_the_forwarded_address_only_behind_a_proxy(settings, rf):
-    from memconsole.console.middleware import client_ip
-
     request = rf.get("/", REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.7")
     settings.MEMCONSOLE_BEHIND_PROXY = False
     assert client_ip(request) == "10.0.0.1"  # a client cannot pick its address without a proxy
@@ -58,8 +57,6 @@ def test_it_counts_logins_by_the_forwarded_address_only_behind_a_proxy(settings,
 
 
 def test_it_locks_out_one_client_behind_a_proxy_without_locking_out_the_others(settings, viewer, client):
-    from tests.conftest import PASSWORD
-
     settings.MEMCONSOLE_BEHIND_PROXY = True
     settings.AXES_FAILURE_LIMIT = 2
     for _ in range(2):

@@ -7,13 +7,7 @@ from cryptography.fernet import Fernet
 
 from memconsole.lib import vectors
 from memconsole.memory.models import (
-    AuditEntry,
-    Episode,
-    EpisodeCounts,
-    InjectionSnapshot,
-    Profile,
-    ProfileVersion,
-    Scope,
+    MEMORY_TABLES,
 )
 
 
@@ -27,10 +21,7 @@ def fernet_keys(settings):
 
 def database_counts() -> dict[str, int]:
     """Row counts of every memory table: an operation refused must leave them all unchanged."""
-    return {
-        model.__name__: model.objects.count()
-        for model in (Scope, Episode, EpisodeCounts, Profile, ProfileVersion, AuditEntry, InjectionSnapshot)
-    }
+    return {model.__name__: model.objects.count() for model in MEMORY_TABLES}
 
 
 def vector_counts() -> dict[str, int]:
@@ -100,8 +91,7 @@ def remember_holding_the_chain(keys, actor):
 
     from django.db import transaction
 
-    from memconsole.memory import audit
-    from memconsole.memory import operations as ops
+    from memconsole.memory import audit, counters
 
     holding = threading.Event()
 
@@ -110,7 +100,7 @@ def remember_holding_the_chain(keys, actor):
             audit.append("remember", actor, scope_key=keys.scope_key, user_key=keys.user_key, summary="concurrent")
             holding.set()
             wait_for_lock_waiter()  # the other operation is now waiting for the chain
-            ops._count(keys.user_key)
+            counters.count(keys.user_key)
 
     writer, outcome = in_thread(remember_in_progress)
     assert holding.wait(30)

@@ -8,8 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from memconsole.memory import audit
-from memconsole.memory import operations as ops
+from memconsole.memory import audit, episodes, profiles
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.models import AuditEntry, AuditHead
 
@@ -20,9 +19,9 @@ pytestmark = pytest.mark.django_db
 def chain(keys, system):
     """Five entries from real operations (profile changes: they need no vector index, which keeps this fast)."""
     for n in range(3):
-        ops.update_profile(keys, system, "speaker", f"u{n}", name="Alice", notes=f"memory number {n}")
-    ops.replace_profile(keys, system, "session", "", {"notes": "memory number 3"})
-    ops.rollback_profile(keys, system, "speaker", "u0", 1)
+        profiles.update_profile(keys, system, "speaker", f"u{n}", name="Alice", notes=f"memory number {n}")
+    profiles.replace_profile(keys, system, "session", "", {"notes": "memory number 3"})
+    profiles.rollback_profile(keys, system, "speaker", "u0", 1)
     entries = list(AuditEntry.objects.order_by("seq"))
     assert [e.seq for e in entries] == [1, 2, 3, 4, 5]
     return entries
@@ -209,7 +208,7 @@ def test_it_keeps_verifying_after_a_payload_is_redacted(chain, keys, system):
     assert "memory number" not in entry.payload_stored
     assert verify_audit_chain().ok
     # and later appends chain on as usual
-    ops.remember(keys, system, "after the erasure")
+    episodes.remember(keys, system, "after the erasure")
     assert verify_audit_chain().ok
 
 

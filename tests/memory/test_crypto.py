@@ -13,7 +13,7 @@ from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from memconsole.lib import crypto, vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, injection, profiles, retrieval
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from tests.chroma_server import server_mode
@@ -121,9 +121,9 @@ TAG = "narwhal-tag"
 
 
 def _write_everything(keys, system):
-    episode = ops.remember(keys, system, SECRET, tags=[TAG], sender_id="u1", sender_name="Alice").episode
-    ops.update_profile(keys, system, "speaker", "u1", notes=NOTE, add_traits=[TRAIT])
-    ops.record_injection(keys, system, "what is my PIN", sender_id="u1")
+    episode = episodes.remember(keys, system, SECRET, tags=[TAG], sender_id="u1", sender_name="Alice").episode
+    profiles.update_profile(keys, system, "speaker", "u1", notes=NOTE, add_traits=[TRAIT])
+    injection.record_injection(keys, system, "what is my PIN", sender_id="u1")
     return episode
 
 
@@ -143,7 +143,7 @@ def test_it_round_trips_everything_encrypted(fernet_keys, keys, system):
     snapshot = InjectionSnapshot.objects.get()
     assert snapshot.payload["episodes"][0]["content"] == SECRET
     assert SECRET in snapshot.payload["system_blocks"][-1]
-    assert [h.episode.content for h in ops.recall(keys, "bank PIN")] == [SECRET]
+    assert [h.episode.content for h in retrieval.recall(keys, "bank PIN")] == [SECRET]
     assert verify_audit_chain().ok
     # the index holds no tags when encryption is on (and never content)
     meta = vectors.get(keys.user_key, [episode.episode_id])[episode.episode_id]["metadata"]
@@ -178,15 +178,15 @@ def test_it_refuses_to_read_without_the_key_and_never_returns_garbage(fernet_key
     for keys_now in ([], [_key()]):
         settings.MEMCONSOLE_FERNET_KEYS = keys_now
         with pytest.raises(crypto.DecryptionError, match="MEMCONSOLE_FERNET_KEYS"):
-            _ = ops.get_episode(keys, episode.episode_id).content
+            _ = episodes.get_episode(keys, episode.episode_id).content
         with pytest.raises(crypto.DecryptionError, match="MEMCONSOLE_FERNET_KEYS"):
-            ops.get_profile(keys, "speaker", "u1")
+            profiles.get_profile(keys, "speaker", "u1")
         with pytest.raises(crypto.DecryptionError, match="MEMCONSOLE_FERNET_KEYS"):
             _ = InjectionSnapshot.objects.get().payload
         report = verify_audit_chain()
         assert not report.ok and "MEMCONSOLE_FERNET_KEYS" in report.reason
     settings.MEMCONSOLE_FERNET_KEYS = [fernet_keys]
-    assert ops.get_episode(keys, episode.episode_id).content == SECRET
+    assert episodes.get_episode(keys, episode.episode_id).content == SECRET
 
 
 # --- the database file itself, written by a separate process ----------------------------------------------
@@ -194,23 +194,23 @@ def test_it_refuses_to_read_without_the_key_and_never_returns_garbage(fernet_key
 SCRIPT = textwrap.dedent(
     """
     from django.conf import settings
-    from memconsole.memory import operations as ops
+    from memconsole.memory import episodes, injection, profiles, retrieval
     from memconsole.memory.audit import Actor
     from memconsole.memory.scopes import derive_scope
 
     system = Actor.system("crypto-test")
     keys = derive_scope("bot-a", "group_1", "session")
-    made = ops.remember(keys, system, {secret!r}, sender_id="u1")
-    ops.remember(keys, system, {secret!r} + " (second copy)", tags=[{tag!r}], sender_id="u1")
-    ops.update_profile(keys, system, "speaker", "u1", notes={note!r}, add_traits=[{trait!r}])
-    ops.update_profile(keys, system, "session", notes={note!r} + " v2")
-    ops.record_injection(keys, system, "remind me of the PIN", sender_id="u1")
-    ops.delete(keys, system, [made.episode.episode_id])  # the audit entry keeps what was deleted
+    made = episodes.remember(keys, system, {secret!r}, sender_id="u1")
+    episodes.remember(keys, system, {secret!r} + " (second copy)", tags=[{tag!r}], sender_id="u1")
+    profiles.update_profile(keys, system, "speaker", "u1", notes={note!r}, add_traits=[{trait!r}])
+    profiles.update_profile(keys, system, "session", notes={note!r} + " v2")
+    injection.record_injection(keys, system, "remind me of the PIN", sender_id="u1")
+    episodes.delete(keys, system, [made.episode.episode_id])  # the audit entry keeps what was deleted
 
     # control: one value written without keys must be found by the same search
     keys_before = settings.MEMCONSOLE_FERNET_KEYS
     settings.MEMCONSOLE_FERNET_KEYS = []
-    ops.remember(derive_scope("bot-c", "group_9", "session"), system, "CONTROL-plaintext-canary")
+    episodes.remember(derive_scope("bot-c", "group_9", "session"), system, "CONTROL-plaintext-canary")
     settings.MEMCONSOLE_FERNET_KEYS = keys_before
     print("written")
     """

@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from memconsole.memory import operations as ops
+from memconsole.memory import retrieval
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import (
     STATUS_ARCHIVED,
@@ -47,7 +47,7 @@ def test_it_loads_a_believable_workspace(small_demo, capsys):
 def test_it_makes_demo_memory_searchable(small_demo):
     call_command("load_demo")
     keys = derive_scope("8c6e3f52-support-bot", "group_1001", "session")
-    hits = ops.recall(keys, "holiday travel", top_k=3, statuses=["active", "archived", "superseded"])
+    hits = retrieval.recall(keys, "holiday travel", top_k=3, statuses=["active", "archived", "superseded"])
     assert hits and all(hit.episode.user_key == keys.user_key for hit in hits)
 
 

@@ -11,7 +11,7 @@ import pytest
 from chromadb.utils.embedding_functions.onnx_mini_lm_l6_v2 import ONNXMiniLM_L6_V2
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, retrieval, sync
 from memconsole.memory.models import AuditEntry, Episode
 from tests.conftest import MODEL_DIR
 
@@ -123,10 +123,10 @@ def test_it_makes_deterministic_lexical_vectors(no_model):
 
 @pytest.mark.django_db
 def test_it_keeps_remember_and_recall_working_on_the_fallback(no_model, keys, system):
-    made = ops.remember(keys, system, "a trip to Beijing next month").episode
-    ops.remember(keys, system, "dumplings for dinner")
+    made = episodes.remember(keys, system, "a trip to Beijing next month").episode
+    episodes.remember(keys, system, "dumplings for dinner")
     assert made.vector_model == "lexical-fallback-v1"
-    assert ops.recall(keys, "Beijing trip")[0].episode.episode_id == made.episode_id
+    assert retrieval.recall(keys, "Beijing trip")[0].episode.episode_id == made.episode_id
 
 
 # --- a model change: vector spaces never mix -------------------------------------------------------------
@@ -134,30 +134,30 @@ def test_it_keeps_remember_and_recall_working_on_the_fallback(no_model, keys, sy
 
 @pytest.mark.django_db
 def test_it_refuses_to_search_vectors_of_another_model_until_reindexed(keys, system, settings, tmp_path):
-    made = ops.remember(keys, system, "a trip to Beijing next month").episode
+    made = episodes.remember(keys, system, "a trip to Beijing next month").episode
     real_model = embeddings.current_model_id()
     assert vectors.collection_model(keys.user_key) == real_model
 
     settings.MEMCONSOLE_MODEL_DIR = tmp_path / "no-model"  # the model went away: the fallback takes over
     with pytest.raises(vectors.ModelMismatch, match="reindex"):
-        ops.recall(keys, "Beijing trip")
+        retrieval.recall(keys, "Beijing trip")
     with pytest.raises(vectors.ModelMismatch):
         vectors.query(keys.user_key, embeddings.current_model_id(), embeddings.embed(["x"])[0], 5)
     # a new episode is kept, marked not indexed, never written into the other model's space
-    later = ops.remember(keys, system, "dumplings for dinner")
+    later = episodes.remember(keys, system, "dumplings for dinner")
     assert not later.indexed
     assert not Episode.objects.get(pk=later.episode.pk).vector_current
     assert vectors.all_ids(keys.user_key) == [made.episode_id]
 
     # what `reindex` does for a model change: rebuild the scope's collection with the current model
     vectors.drop(keys.user_key)
-    ops.index_episodes(list(Episode.objects.filter(user_key=keys.user_key)))
+    sync.index_episodes(list(Episode.objects.filter(user_key=keys.user_key)))
     assert vectors.collection_model(keys.user_key) == "lexical-fallback-v1"
-    assert ops.recall(keys, "Beijing trip")[0].episode.episode_id == made.episode_id
+    assert retrieval.recall(keys, "Beijing trip")[0].episode.episode_id == made.episode_id
 
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR  # and back again: refused until reindexed once more
     with pytest.raises(vectors.ModelMismatch):
-        ops.recall(keys, "Beijing trip")
+        retrieval.recall(keys, "Beijing trip")
 
 
 # --- the real model finds meaning, not words ---------------------------------------------------------------
@@ -165,7 +165,7 @@ def test_it_refuses_to_search_vectors_of_another_model_until_reindexed(keys, sys
 
 @pytest.mark.django_db
 def test_it_finds_a_paraphrase_above_unrelated_episodes(keys, system):
-    trip = ops.remember(keys, system, "a trip to Beijing next month").episode
+    trip = episodes.remember(keys, system, "a trip to Beijing next month").episode
     for text in (
         "My favourite food is dumplings",
         "The team meeting moved to Thursday",
@@ -173,9 +173,9 @@ def test_it_finds_a_paraphrase_above_unrelated_episodes(keys, system):
         "Our cat knocked over the plant again",
         "The printer on the second floor is out of toner",
     ):
-        ops.remember(keys, system, text)
+        episodes.remember(keys, system, text)
 
-    hits = ops.recall(keys, "travel plans", top_k=6)
+    hits = retrieval.recall(keys, "travel plans", top_k=6)
 
     assert hits[0].episode.episode_id == trip.episode_id
     assert "travel" not in trip.content and "plan" not in trip.content  # no shared words
@@ -185,11 +185,11 @@ def test_it_finds_a_paraphrase_above_unrelated_episodes(keys, system):
 
 @pytest.mark.django_db
 def test_it_finds_a_chinese_paraphrase_above_unrelated_episodes(keys, system):
-    trip = ops.remember(keys, system, "下个月我要去北京旅行").episode
+    trip = episodes.remember(keys, system, "下个月我要去北京旅行").episode
     for text in ("我喜欢喝绿茶", "明天下午开会", "我的猫很调皮", "我的汽车保险需要续保", "他每天早上跑步"):
-        ops.remember(keys, system, text)
+        episodes.remember(keys, system, text)
 
-    hits = ops.recall(keys, "去北京的计划", top_k=6)  # "plans to go to Beijing"
+    hits = retrieval.recall(keys, "去北京的计划", top_k=6)  # "plans to go to Beijing"
 
     assert hits[0].episode.episode_id == trip.episode_id
     assert hits[0].breakdown.exact == 1.0
@@ -198,9 +198,9 @@ def test_it_finds_a_chinese_paraphrase_above_unrelated_episodes(keys, system):
 
 @pytest.mark.django_db
 def test_it_keeps_a_correction_when_the_index_cannot_check_what_it_supersedes(keys, system, settings, tmp_path):
-    old = ops.remember(keys, system, "Alice lives in Paris").episode
+    old = episodes.remember(keys, system, "Alice lives in Paris").episode
     settings.MEMCONSOLE_MODEL_DIR = tmp_path / "no-model"  # the index now refuses this model's searches
-    result = ops.remember(keys, system, "Alice lives in Berlin, not Paris", tags=["correction"])
+    result = episodes.remember(keys, system, "Alice lives in Berlin, not Paris", tags=["correction"])
     assert Episode.objects.filter(episode_id=result.episode.episode_id).exists()
     assert result.superseded == [] and not result.indexed
     assert Episode.objects.get(pk=old.pk).status == "active"

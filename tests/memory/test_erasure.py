@@ -15,8 +15,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from memconsole.lib import vectors
-from memconsole.memory import audit, erasure
-from memconsole.memory import operations as ops
+from memconsole.memory import audit, episodes, erasure, injection, paging, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, InjectionSnapshot, Profile, ProfileVersion
@@ -32,13 +31,15 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def world(scope_with_episodes, keys, other_keys, system):
     """u1 (Alice) in two bots, with a profile, snapshots as speaker, and episodes inside Bob's snapshot."""
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["loves Beijing"])
-    ops.update_profile(keys, system, "speaker", "u1", add_preferences=["aisle seat"])
-    ops.update_profile(keys, system, "speaker", "u2", name="Bob")
-    ops.remember(other_keys, system, "Alice keeps bees in bot b", sender_id="u1", sender_name="Alice")
-    ops.update_profile(other_keys, system, "speaker", "u1", name="Alice B")
-    alice_snapshot = ops.record_injection(keys, system, "trip to Beijing", sender_id="u1", sender_name="Alice", top_k=5)
-    bob_snapshot = ops.record_injection(
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["loves Beijing"])
+    profiles.update_profile(keys, system, "speaker", "u1", add_preferences=["aisle seat"])
+    profiles.update_profile(keys, system, "speaker", "u2", name="Bob")
+    episodes.remember(other_keys, system, "Alice keeps bees in bot b", sender_id="u1", sender_name="Alice")
+    profiles.update_profile(other_keys, system, "speaker", "u1", name="Alice B")
+    alice_snapshot = injection.record_injection(
+        keys, system, "trip to Beijing", sender_id="u1", sender_name="Alice", top_k=5
+    )
+    bob_snapshot = injection.record_injection(
         keys, system, "Beijing trip and dumplings", sender_id="u2", sender_name="Bob", top_k=5
     )
     assert any(e["sender_id"] == "u1" for e in bob_snapshot.snapshot.payload["episodes"])
@@ -82,7 +83,7 @@ def test_it_erases_a_person_everywhere_and_keeps_the_chain(world, keys, other_ke
         not Profile.objects.filter(sender_id="u1").exists()
         and not ProfileVersion.objects.filter(profile__sender_id="u1").exists()
     )
-    assert ops.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob"
+    assert profiles.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob"
     # snapshots: Alice's is gone, Bob's no longer holds her episodes nor her rendered memory
     assert not InjectionSnapshot.objects.filter(snapshot_id=world["alice_snapshot"].snapshot_id).exists()
     bob = InjectionSnapshot.objects.get(snapshot_id=world["bob_snapshot"].snapshot_id)
@@ -96,7 +97,7 @@ def test_it_erases_a_person_everywhere_and_keeps_the_chain(world, keys, other_ke
     assert not set(vectors.all_ids(keys.user_key)) & u1_ids
     assert set(vectors.all_ids(keys.user_key)) == bob_ids
     assert vectors.all_ids(other_keys.user_key) == []
-    assert ops.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"  # the rebuilt index still answers
+    assert retrieval.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"  # the rebuilt index still answers
     # counters
     counts = EpisodeCounts.objects.get(user_key=keys.user_key)
     assert (counts.active, counts.archived) == (2, 0)
@@ -130,9 +131,9 @@ def test_it_erases_under_encryption(settings, keys, system):
     from cryptography.fernet import Fernet
 
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
-    ops.remember(keys, system, "sealed diary entry of u9", sender_id="u9")
-    ops.remember(keys, system, "someone else's note", sender_id="u8")
-    ops.record_injection(keys, system, "diary entry", sender_id="u8", top_k=5)
+    episodes.remember(keys, system, "sealed diary entry of u9", sender_id="u9")
+    episodes.remember(keys, system, "someone else's note", sender_id="u8")
+    injection.record_injection(keys, system, "diary entry", sender_id="u8", top_k=5)
 
     report = erasure.erase_subject("u9", actor=system)
 
@@ -173,22 +174,22 @@ SUBJECT = "subject-7f3a9e"
 MARKERS = ["Zanzibar-marker-9931", "秘密花园-标记"]
 
 SETUP = f"""
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, injection, paging, profiles, retrieval
 from memconsole.memory.audit import Actor
 from memconsole.memory.scopes import derive_scope
 actor = Actor.system("setup")
 group = derive_scope("bot-a", "group_100", "session")
 shared = derive_scope("bot-a", "group_200", "bot")
-ops.remember(group, actor, "I will sail to {MARKERS[0]} in May", tags=["travel"], sender_id="{SUBJECT}", sender_name="Erin")
-ops.remember(group, actor, "我的{MARKERS[1]}在城东", sender_id="{SUBJECT}", sender_name="Erin")
-ops.remember(shared, actor, "{MARKERS[0]} ferry times are on the board", sender_id="{SUBJECT}", sender_name="Erin")
+episodes.remember(group, actor, "I will sail to {MARKERS[0]} in May", tags=["travel"], sender_id="{SUBJECT}", sender_name="Erin")
+episodes.remember(group, actor, "我的{MARKERS[1]}在城东", sender_id="{SUBJECT}", sender_name="Erin")
+episodes.remember(shared, actor, "{MARKERS[0]} ferry times are on the board", sender_id="{SUBJECT}", sender_name="Erin")
 for n in range(30):
-    ops.remember(group, actor, f"ordinary group note number {{n}} about lunch", sender_id="other-9", sender_name="Olaf")
-ops.update_profile(group, actor, "speaker", "{SUBJECT}", name="Erin", notes="visits {MARKERS[0]}")
-ops.update_profile(group, actor, "speaker", "{SUBJECT}", add_traits=["sails"])
-ops.record_injection(group, actor, "sailing plans", sender_id="{SUBJECT}", sender_name="Erin", top_k=5)
-ops.record_injection(group, actor, "sail to Zanzibar ferry", sender_id="other-9", sender_name="Olaf", top_k=10)
-ops.archive(group, actor, [e.episode_id for e in ops.list_episodes(group, sender_id="{SUBJECT}").episodes][:1])
+    episodes.remember(group, actor, f"ordinary group note number {{n}} about lunch", sender_id="other-9", sender_name="Olaf")
+profiles.update_profile(group, actor, "speaker", "{SUBJECT}", name="Erin", notes="visits {MARKERS[0]}")
+profiles.update_profile(group, actor, "speaker", "{SUBJECT}", add_traits=["sails"])
+injection.record_injection(group, actor, "sailing plans", sender_id="{SUBJECT}", sender_name="Erin", top_k=5)
+injection.record_injection(group, actor, "sail to Zanzibar ferry", sender_id="other-9", sender_name="Olaf", top_k=10)
+episodes.archive(group, actor, [e.episode_id for e in episodes.list_episodes(group, sender_id="{SUBJECT}").episodes][:1])
 """
 
 CHECK = """
@@ -285,13 +286,13 @@ def _watch_scans(monkeypatch) -> list[tuple[str, bool]]:
     from django.db import connection
 
     seen: list[tuple[str, bool]] = []
-    real = ops.iter_in_batches
+    real = paging.iter_in_batches
 
     def watched(queryset, batch=1000):
         seen.append((queryset.model.__name__, connection.in_atomic_block))
         return real(queryset, batch)
 
-    monkeypatch.setattr(ops, "iter_in_batches", watched)
+    monkeypatch.setattr(paging, "iter_in_batches", watched)
     return seen
 
 
@@ -320,9 +321,9 @@ def test_it_erases_what_was_written_between_its_search_and_its_transaction(world
 
     def find_then_a_bot_writes(*args, **kwargs):
         found = real_find(*args, **kwargs)
-        late = ops.remember(keys, system, "Alice's late note about Beijing", sender_id="u1", sender_name="Alice")
-        ops.record_injection(keys, system, "late note about Beijing", sender_id="u2", top_k=10)
-        ops.archive(keys, system, [late.episode.episode_id])
+        late = episodes.remember(keys, system, "Alice's late note about Beijing", sender_id="u1", sender_name="Alice")
+        injection.record_injection(keys, system, "late note about Beijing", sender_id="u2", top_k=10)
+        episodes.archive(keys, system, [late.episode.episode_id])
         return found
 
     monkeypatch.setattr(erasure, "_find", find_then_a_bot_writes)
@@ -400,7 +401,7 @@ def test_it_leaves_a_scope_to_reindex_when_its_collection_rebuild_fails(world, k
     assert check.not_current == left.count()
     reindex(check_only=False)
     assert set(left.values_list("vector_current", flat=True)) == {True}
-    assert ops.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"
+    assert retrieval.recall(keys, "dumplings", top_k=1)[0].episode.sender_id == "u2"
 
 
 def test_it_erases_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, world, keys, system):

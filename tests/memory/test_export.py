@@ -10,8 +10,7 @@ from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 
 import memconsole
-from memconsole.memory import exports
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, exports, profiles
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode
@@ -26,8 +25,8 @@ def _export(keys, actor, **kwargs) -> dict:
 
 @pytest.fixture
 def profiled(scope_with_episodes, keys, system):
-    ops.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"], notes="多语言群")
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["window seat"])
+    profiles.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"], notes="多语言群")
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["window seat"])
     return scope_with_episodes
 
 
@@ -80,8 +79,8 @@ def test_it_exports_one_document_with_profiles_and_episodes(profiled, keys, syst
 
 def test_it_decrypts_content_when_encryption_is_on(settings, keys, system):
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
-    ops.remember(keys, system, "a sealed secret about tea", sender_id="u7")
-    ops.update_profile(keys, system, "speaker", "u7", name="Sealed")
+    episodes.remember(keys, system, "a sealed secret about tea", sender_id="u7")
+    profiles.update_profile(keys, system, "speaker", "u7", name="Sealed")
     assert Episode.objects.get().encrypted
 
     doc = _export(keys, system)
@@ -91,8 +90,8 @@ def test_it_decrypts_content_when_encryption_is_on(settings, keys, system):
 
 
 def test_it_exports_only_its_own_scope(profiled, keys, other_keys, system):
-    ops.remember(other_keys, system, "another bot's memory", sender_id="u1")
-    ops.update_profile(other_keys, system, "speaker", "u1", name="Other Alice")
+    episodes.remember(other_keys, system, "another bot's memory", sender_id="u1")
+    profiles.update_profile(other_keys, system, "speaker", "u1", name="Other Alice")
 
     doc = _export(keys, system)
 
@@ -140,7 +139,7 @@ def test_it_audits_the_export_when_called_with_its_counts_even_if_never_read(pro
 
 
 def test_it_includes_the_audit_log_up_to_its_own_entry(profiled, keys, other_keys, system):
-    ops.remember(other_keys, system, "not this scope's audit")
+    episodes.remember(other_keys, system, "not this scope's audit")
 
     doc = _export(keys, system, include_audit=True)
 
@@ -185,7 +184,7 @@ def test_it_streams_large_scopes_in_batches_with_few_queries(keys, system, djang
 
 def test_it_leaves_out_rows_added_while_streaming(profiled, keys, system):
     stream = exports.stream_scope_export(keys, system)
-    ops.remember(keys, system, "arrived during the download")
+    episodes.remember(keys, system, "arrived during the download")
 
     doc = json.loads("".join(stream))
 

@@ -12,8 +12,8 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import health, reindex
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, health, reindex
+from memconsole.memory.health import runner
 from memconsole.memory.models import (
     AuditEntry,
     Episode,
@@ -22,6 +22,7 @@ from memconsole.memory.models import (
     InjectionSnapshot,
     Scope,
 )
+from memconsole.memory.scopes import unregistered_scopes
 from tests.conftest import MODEL_DIR
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_it_reports_a_healthy_install_all_ok(system, scope_with_episodes):
     result = health.run_health_check(system)
 
     assert [c["id"] for c in result["checks"]] == list(health.CHECK_IDS)
-    assert {c["id"]: c["status"] for c in result["checks"]} == {check_id: "OK" for check_id in health.CHECK_IDS}
+    assert {c["id"]: c["status"] for c in result["checks"]} == dict.fromkeys(health.CHECK_IDS, "OK")
     assert result["status"] == "OK"
     assert result["duration_ms"] >= 0 and result["checked_at"]
     assert all(c["detail"] and "fix" not in c for c in result["checks"])
@@ -94,7 +95,7 @@ def test_it_cleans_up_when_a_check_raises(system, monkeypatch):
     def broken(*args, **kwargs):
         raise RuntimeError("list is broken")
 
-    monkeypatch.setattr(ops, "list_episodes", broken)
+    monkeypatch.setattr(episodes, "list_episodes", broken)
 
     result = health.run_health_check(system)
 
@@ -116,11 +117,11 @@ def test_it_cleans_up_when_the_probe_is_interrupted(system):
 
 
 def test_it_sweeps_the_leftovers_of_a_killed_probe(system):
-    old = health._new_canaries()
-    with health.unregistered_scopes():
-        written = ops.remember(old.a, health.PROBE_ACTOR, old.content_a, source="health_probe")
+    old = health.new_canaries()
+    with unregistered_scopes():
+        written = episodes.remember(old.a, health.PROBE_ACTOR, old.content_a, source="health_probe")
     Episode.objects.filter(pk=written.episode.pk).update(created_at=timezone.now() - timedelta(hours=1))
-    orphan = health._new_canaries().b
+    orphan = health.new_canaries().b
     vectors.upsert(
         orphan.user_key,
         embeddings.current_model_id(),
@@ -180,7 +181,7 @@ def test_it_says_encryption_is_off_when_nothing_is_encrypted(system, scope_with_
 
 def test_it_errors_on_a_row_encrypted_under_a_key_no_longer_configured(system, keys, settings):
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
-    written = ops.remember(keys, system, "a secret written under the old key")
+    written = episodes.remember(keys, system, "a secret written under the old key")
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
 
     result = health.run_health_check(system)
@@ -194,7 +195,7 @@ def test_it_errors_on_a_row_encrypted_under_a_key_no_longer_configured(system, k
 
 def test_it_errors_on_encrypted_rows_without_any_key(system, keys, settings):
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
-    ops.remember(keys, system, "a secret")
+    episodes.remember(keys, system, "a secret")
     settings.MEMCONSOLE_FERNET_KEYS = []
 
     check = by_id(health.run_health_check(system))["encryption"]
@@ -206,7 +207,7 @@ def test_it_errors_on_encrypted_rows_without_any_key(system, keys, settings):
 def test_it_shows_the_share_under_the_newest_key(system, keys, settings):
     old = Fernet.generate_key().decode()
     settings.MEMCONSOLE_FERNET_KEYS = [old]
-    ops.remember(keys, system, "written under the old key")
+    episodes.remember(keys, system, "written under the old key")
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode(), old]
 
     check = by_id(health.run_health_check(system))["encryption"]
@@ -278,7 +279,7 @@ def test_it_stores_every_run_and_audits_it(system, admin_user):
 
 
 def test_it_keeps_the_newest_runs_only(system, monkeypatch):
-    monkeypatch.setattr(health, "HEALTH_RUNS_KEPT", 2)
+    monkeypatch.setattr(runner, "HEALTH_RUNS_KEPT", 2)
     for _ in range(3):
         health.run_health_check(system)
 
@@ -308,7 +309,7 @@ def test_it_exits_0_1_or_2_from_the_command(system, settings, tmp_path, capsys):
 
 def test_it_probes_through_a_vector_index_of_another_model_without_touching_it(system, keys, settings, tmp_path):
     settings.MEMCONSOLE_MODEL_DIR = tmp_path  # the fallback writes this scope's vectors
-    ops.remember(keys, system, "written while the model was missing")
+    episodes.remember(keys, system, "written while the model was missing")
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
 
     result = health.run_health_check(system)

@@ -14,8 +14,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import CommandError, call_command
 
 from memconsole.lib import vectors
-from memconsole.memory import exports, imports
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, exports, imports, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied
 from memconsole.memory.imports import ImportFileError
@@ -155,7 +154,7 @@ def test_it_imports_langbot_episodes_field_by_field(tmp_path):
     counts = EpisodeCounts.objects.get(user_key=keys.user_key)
     assert (counts.active, counts.superseded, counts.archived) == (3, 1, 0)
     assert Scope.objects.filter(scope_key=keys.scope_key, isolation="session").exists()
-    hits = ops.recall(keys, "when does the group meet", top_k=1)
+    hits = retrieval.recall(keys, "when does the group meet", top_k=1)
     assert hits[0].episode.episode_id == three.episode_id
     assert set(vectors.all_ids(keys.user_key)) == {e.episode_id for e in rows.values()}
     entry = AuditEntry.objects.get(operation="import")
@@ -165,15 +164,15 @@ def test_it_imports_langbot_episodes_field_by_field(tmp_path):
 
 
 def test_it_imports_langbot_profiles_with_versions(tmp_path, keys, system):
-    ops.update_profile(derive_scope("bot-new", "group_777"), system, "speaker", "u1", name="Before")
+    profiles.update_profile(derive_scope("bot-new", "group_777"), system, "speaker", "u1", name="Before")
     path = _write_json(tmp_path / "profiles.json", langbot_profiles())
 
     report = imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR)
 
     target = derive_scope("bot-new", "group_777")
-    session, _ = ops.get_profile(target, "session")
+    session, _ = profiles.get_profile(target, "session")
     assert session == {"name": "茶友群", "traits": ["friendly"], "preferences": [], "notes": "tea lovers"}
-    speaker_data, speaker = ops.get_profile(target, "speaker", "u1")
+    speaker_data, speaker = profiles.get_profile(target, "speaker", "u1")
     assert speaker_data["traits"] == ["curious", "kind"] and speaker_data["preferences"] == ["oolong"]
     assert speaker.version == 2 and [v.version for v in speaker.versions.all()] == [2, 1]
     assert speaker.versions.get(version=1).payload["name"] == "Before"
@@ -245,7 +244,7 @@ def test_it_rolls_back_everything_when_a_write_fails_late(tmp_path, monkeypatch)
     def failing(*args, **kwargs):  # profiles are written after every episode row
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(imports.operations, "save_profile", failing)
+    monkeypatch.setattr(profiles, "save_profile", failing)
 
     with pytest.raises(RuntimeError, match="disk full"):
         imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR)
@@ -255,7 +254,7 @@ def test_it_rolls_back_everything_when_a_write_fails_late(tmp_path, monkeypatch)
 
 def test_it_reports_a_dry_run_and_writes_nothing(tmp_path, system):
     target = derive_scope("bot-new", "group_777")
-    ops.remember(target, system, "already here")
+    episodes.remember(target, system, "already here")
     Episode.objects.update(imported_episode_id="ep-three")
     before = (
         Episode.objects.count(),
@@ -583,9 +582,9 @@ def _comparable(doc: dict) -> tuple[list, list]:
 
 
 def test_it_round_trips_a_memconsole_export(tmp_path, scope_with_episodes, keys, system):
-    ops.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"], notes="多语言群")
-    ops.update_profile(keys, system, "speaker", "u2", name="Bob", add_preferences=["dumplings"])
-    correction = ops.remember(
+    profiles.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"], notes="多语言群")
+    profiles.update_profile(keys, system, "speaker", "u2", name="Bob", add_preferences=["dumplings"])
+    correction = episodes.remember(
         keys, system, "Correction: the trip to Beijing is in June", tags=["correction"], sender_id="u1"
     )
     # Make the supersede link certain whatever the model's similarity says.
@@ -761,7 +760,7 @@ def test_it_imports_beside_a_remember_holding_the_audit_chain_without_a_deadlock
     from .conftest import remember_holding_the_chain
 
     target = derive_scope("bot-new", "group_777")
-    ops.remember(target, ACTOR, "already here")
+    episodes.remember(target, ACTOR, "already here")
     writer, outcome = remember_holding_the_chain(target, ACTOR)
     path = _write_json(tmp_path / "episodes.json", langbot_episodes())
 

@@ -15,9 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memconsole.lib import vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import NotFound, ValidationError
+from memconsole.memory.injection import record_injection
 from memconsole.memory.models import (
     AuditEntry,
     Episode,
@@ -55,12 +56,12 @@ def _seed() -> None:
     elsewhere) and a profile of each kind."""
     for keys in SCOPES:
         for position, text in enumerate(SENTENCES[:4]):
-            ops.remember(keys, SYSTEM, text, sender_id=f"u{position % 2}", tags=["seed"])
-        ops.update_profile(keys, SYSTEM, "session", notes=f"session of {keys.scope_key}")
-        ops.update_profile(keys, SYSTEM, "speaker", "u1", name="Alice", add_traits=["kind"])
-        ops.record_injection(keys, SYSTEM, "trip", sender_id="u1")
+            episodes.remember(keys, SYSTEM, text, sender_id=f"u{position % 2}", tags=["seed"])
+        profiles.update_profile(keys, SYSTEM, "session", notes=f"session of {keys.scope_key}")
+        profiles.update_profile(keys, SYSTEM, "speaker", "u1", name="Alice", add_traits=["kind"])
+        record_injection(keys, SYSTEM, "trip", sender_id="u1")
     archived = Episode.objects.filter(user_key=SCOPES[5].user_key).first()
-    ops.archive(SCOPES[5], SYSTEM, [archived.episode_id])
+    episodes.archive(SCOPES[5], SYSTEM, [archived.episode_id])
 
 
 def _fingerprint(a) -> dict:
@@ -142,16 +143,16 @@ def _run(a, op) -> None:
     kind, arg, extra = op
     if kind == "remember":
         tags = [extra] if extra else []
-        ops.remember(a, SYSTEM, arg, tags=tags, sender_id="u1")
+        episodes.remember(a, SYSTEM, arg, tags=tags, sender_id="u1")
     elif kind == "recall":
         statuses = ["active", "superseded", "archived"] if extra else None
-        for hit in ops.recall(a, arg, top_k=50, statuses=statuses):
+        for hit in retrieval.recall(a, arg, top_k=50, statuses=statuses):
             assert hit.episode.user_key == a.user_key
     elif kind == "list":
-        page = ops.list_episodes(a, limit=50, statuses=None)
+        page = episodes.list_episodes(a, limit=50, statuses=None)
         assert all(e.user_key == a.user_key for e in page.episodes)
     elif kind == "inject":
-        injection = ops.record_injection(a, SYSTEM, arg, sender_id="u1")
+        injection = record_injection(a, SYSTEM, arg, sender_id="u1")
         assert all(h.episode.user_key == a.user_key for h in injection.hits)
         assert injection.snapshot.scope_key == a.scope_key
     elif kind in ("get", "archive", "restore", "delete"):
@@ -160,10 +161,10 @@ def _run(a, op) -> None:
             return
         mine = target.user_key == a.user_key
         call = {
-            "get": lambda: ops.get_episode(a, target.episode_id),
-            "archive": lambda: ops.archive(a, SYSTEM, [target.episode_id]),
-            "restore": lambda: ops.restore(a, SYSTEM, [target.episode_id]),
-            "delete": lambda: ops.delete(a, SYSTEM, [target.episode_id]),
+            "get": lambda: episodes.get_episode(a, target.episode_id),
+            "archive": lambda: episodes.archive(a, SYSTEM, [target.episode_id]),
+            "restore": lambda: episodes.restore(a, SYSTEM, [target.episode_id]),
+            "delete": lambda: episodes.delete(a, SYSTEM, [target.episode_id]),
         }[kind]
         if mine:
             call()
@@ -173,14 +174,14 @@ def _run(a, op) -> None:
     elif kind == "profile":
         sender = extra or ""
         profile_type = "speaker" if sender else "session"
-        ops.update_profile(a, SYSTEM, profile_type, sender, add_traits=[arg[:50]], notes=arg)
-        data, _ = ops.get_profile(a, profile_type, sender)
+        profiles.update_profile(a, SYSTEM, profile_type, sender, add_traits=[arg[:50]], notes=arg)
+        data, _ = profiles.get_profile(a, profile_type, sender)
         assert arg[:50].strip() in data["traits"]
     elif kind == "replace":
-        ops.replace_profile(a, SYSTEM, "speaker", "u1", {"name": arg[:50], "notes": "replaced"})
+        profiles.replace_profile(a, SYSTEM, "speaker", "u1", {"name": arg[:50], "notes": "replaced"})
     elif kind == "rollback":
         try:
-            ops.rollback_profile(a, SYSTEM, "speaker", "u1", arg)
+            profiles.rollback_profile(a, SYSTEM, "speaker", "u1", arg)
         except NotFound:
             pass
     else:  # pragma: no cover
@@ -236,20 +237,20 @@ def test_it_never_reads_or_changes_another_scope(scope_index, operations):
 def test_it_shares_episodes_across_sessions_of_one_bot_in_bot_isolation_only():
     group, private, other_bot = SCOPES[2], SCOPES[3], SCOPES[4]
     session_scoped = SCOPES[0]
-    made = ops.remember(group, SYSTEM, "I am planning a trip to Beijing next month").episode
-    ops.update_profile(group, SYSTEM, "session", notes="group notes")
+    made = episodes.remember(group, SYSTEM, "I am planning a trip to Beijing next month").episode
+    profiles.update_profile(group, SYSTEM, "session", notes="group notes")
 
     # the same bot's other session sees the episode, and can archive it (shared memory) ...
-    assert [h.episode.episode_id for h in ops.recall(private, "travel plans")] == [made.episode_id]
-    assert ops.get_episode(private, made.episode_id).pk == made.pk
+    assert [h.episode.episode_id for h in retrieval.recall(private, "travel plans")] == [made.episode_id]
+    assert episodes.get_episode(private, made.episode_id).pk == made.pk
     # ... but not the profile of another session
-    assert ops.get_profile(private, "session")[1] is None
+    assert profiles.get_profile(private, "session")[1] is None
     # another bot, and the same bot's session-isolated scopes, see nothing
     for keys in (other_bot, session_scoped):
-        assert ops.recall(keys, "travel plans") == []
+        assert retrieval.recall(keys, "travel plans") == []
         with pytest.raises(NotFound):
-            ops.get_episode(keys, made.episode_id)
-    ops.archive(private, SYSTEM, [made.episode_id])
+            episodes.get_episode(keys, made.episode_id)
+    episodes.archive(private, SYSTEM, [made.episode_id])
     made.refresh_from_db()
     assert made.status == "archived"
     assert AuditEntry.objects.order_by("-seq").first().scope_key == group.scope_key  # where the episode lives
@@ -260,11 +261,11 @@ def test_it_refuses_to_search_a_collection_that_names_another_scope_as_owner():
     """If a scope's collection ever held another scope's metadata (a collection copied or renamed
     by hand), recall refuses to search it instead of trusting whatever vectors it holds."""
     a, b = SCOPES[0], SCOPES[1]
-    ops.remember(a, SYSTEM, "I am planning a trip to Beijing next month")
-    ops.remember(b, SYSTEM, "The blue door is the back entrance")
+    episodes.remember(a, SYSTEM, "I am planning a trip to Beijing next month")
+    episodes.remember(b, SYSTEM, "The blue door is the back entrance")
     collection = vectors.get_client().get_collection(vectors.collection_name(a.user_key))
     collection.modify(metadata={**collection.metadata, "user_key": b.user_key})
 
     with pytest.raises(vectors.VectorIndexError, match="belongs to"):
-        ops.recall(a, "travel plans")
-    assert [h.episode.content for h in ops.recall(b, "the door")] == ["The blue door is the back entrance"]
+        retrieval.recall(a, "travel plans")
+    assert [h.episode.content for h in retrieval.recall(b, "the door")] == ["The blue door is the back entrance"]

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import counters, episodes, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import NotFound, PermissionDenied
+from memconsole.memory.injection import record_injection
 from memconsole.memory.models import AuditEntry, BotToken, Episode, EpisodeCounts, InjectionSnapshot, Scope
 from memconsole.memory.scopes import derive_scope
 
@@ -35,7 +36,7 @@ def _vector_meta(user_key: str, episode_id: str) -> dict:
 
 def test_it_remembers_an_episode_with_its_fields_vector_and_counters(keys, system):
     when = datetime(2025, 3, 1, 9, 30, tzinfo=UTC)
-    result = ops.remember(
+    result = episodes.remember(
         keys,
         system,
         "I am planning a trip to Beijing",
@@ -70,13 +71,13 @@ def test_it_remembers_an_episode_with_its_fields_vector_and_counters(keys, syste
 
 def test_it_remembers_with_defaults(keys, system):
     before = datetime.now(UTC)
-    episode = ops.remember(keys, system, "Just a note").episode
+    episode = episodes.remember(keys, system, "Just a note").episode
     assert (episode.importance, episode.tags, episode.source, episode.sender_id) == (2, [], "agent", "")
     assert before <= episode.timestamp <= datetime.now(UTC)
 
 
 def test_it_audits_remember(keys, system):
-    episode = ops.remember(
+    episode = episodes.remember(
         keys, system, "I like tea", tags=["drink"], sender_id="u1", sender_name="Alice", query_id="q-7"
     ).episode
 
@@ -101,28 +102,28 @@ def test_it_audits_remember(keys, system):
 
 
 def test_it_labels_user_and_token_actors(keys, operator):
-    ops.remember(keys, Actor.for_user(operator), "from the console", source="console")
+    episodes.remember(keys, Actor.for_user(operator), "from the console", source="console")
     assert (_last_audit().actor_type, _last_audit().actor) == ("user", "user:operator")
     token = BotToken(name="langbot", prefix="mc_abc123", bot_uuids=["bot-a"])
-    ops.remember(keys, Actor.for_token(token), "from the bot")
+    episodes.remember(keys, Actor.for_token(token), "from the bot")
     assert (_last_audit().actor_type, _last_audit().actor) == ("token", "token:mc_abc123:langbot")
 
 
 def test_it_refuses_an_actor_limited_to_other_bots_and_changes_nothing(keys, counts):
-    ops.remember(keys, Actor.system(), "seed")
+    episodes.remember(keys, Actor.system(), "seed")
     episode_id = Episode.objects.get().episode_id
     outsider = Actor("token", "token:x:y", frozenset({"bot-b"}))
     before = counts()
     calls = [
-        lambda: ops.remember(keys, outsider, "not yours"),
-        lambda: ops.recall(keys, "seed", actor=outsider),
-        lambda: ops.archive(keys, outsider, [episode_id]),
-        lambda: ops.restore(keys, outsider, [episode_id]),
-        lambda: ops.delete(keys, outsider, [episode_id]),
-        lambda: ops.update_profile(keys, outsider, "session", notes="x"),
-        lambda: ops.replace_profile(keys, outsider, "session", "", {"notes": "x"}),
-        lambda: ops.rollback_profile(keys, outsider, "session", "", 1),
-        lambda: ops.record_injection(keys, outsider, "seed"),
+        lambda: episodes.remember(keys, outsider, "not yours"),
+        lambda: retrieval.recall(keys, "seed", actor=outsider),
+        lambda: episodes.archive(keys, outsider, [episode_id]),
+        lambda: episodes.restore(keys, outsider, [episode_id]),
+        lambda: episodes.delete(keys, outsider, [episode_id]),
+        lambda: profiles.update_profile(keys, outsider, "session", notes="x"),
+        lambda: profiles.replace_profile(keys, outsider, "session", "", {"notes": "x"}),
+        lambda: profiles.rollback_profile(keys, outsider, "session", "", 1),
+        lambda: record_injection(keys, outsider, "seed"),
     ]
     for call in calls:
         with pytest.raises(PermissionDenied):
@@ -148,11 +149,11 @@ def test_it_uses_sentence_pairs_on_each_side_of_the_threshold():
 
 @pytest.mark.parametrize("tag", ["correction", "fact-update", "clarification"])
 def test_it_supersedes_a_similar_active_episode_on_correction(keys, system, tag):
-    old = ops.remember(keys, system, ABOVE[0], importance=3, sender_id="u1").episode
-    unrelated = ops.remember(keys, system, "We adopted a puppy last spring").episode
+    old = episodes.remember(keys, system, ABOVE[0], importance=3, sender_id="u1").episode
+    unrelated = episodes.remember(keys, system, "We adopted a puppy last spring").episode
     audits = AuditEntry.objects.count()
 
-    result = ops.remember(keys, system, ABOVE[1], tags=[tag], sender_id="u1")
+    result = episodes.remember(keys, system, ABOVE[1], tags=[tag], sender_id="u1")
 
     new = result.episode
     assert result.superseded == [old.episode_id]
@@ -169,22 +170,22 @@ def test_it_supersedes_a_similar_active_episode_on_correction(keys, system, tag)
     assert _vector_meta(keys.user_key, old.episode_id)["status"] == "superseded"
     assert Episode.objects.get(pk=old.pk).vector_current
     # superseded episodes leave recall unless asked for
-    assert old.episode_id not in [h.episode.episode_id for h in ops.recall(keys, ABOVE[0], top_k=10)]
+    assert old.episode_id not in [h.episode.episode_id for h in retrieval.recall(keys, ABOVE[0], top_k=10)]
     assert old.episode_id in [
-        h.episode.episode_id for h in ops.recall(keys, ABOVE[0], top_k=10, statuses=["active", "superseded"])
+        h.episode.episode_id for h in retrieval.recall(keys, ABOVE[0], top_k=10, statuses=["active", "superseded"])
     ]
 
 
 def test_it_lowers_importance_on_supersede_but_not_below_one(keys, system):
-    old = ops.remember(keys, system, ABOVE[0], importance=1).episode
-    ops.remember(keys, system, ABOVE[1], tags=["correction"])
+    old = episodes.remember(keys, system, ABOVE[0], importance=1).episode
+    episodes.remember(keys, system, ABOVE[1], tags=["correction"])
     old.refresh_from_db()
     assert (old.status, old.importance) == ("superseded", 1)
 
 
 def test_it_does_not_supersede_below_the_threshold(keys, system):
-    old = ops.remember(keys, system, BELOW[0]).episode
-    result = ops.remember(keys, system, BELOW[1], tags=["correction"])
+    old = episodes.remember(keys, system, BELOW[0]).episode
+    result = episodes.remember(keys, system, BELOW[1], tags=["correction"])
     old.refresh_from_db()
     assert result.superseded == []
     assert (old.status, old.superseded_by, old.importance) == ("active", "", 2)
@@ -193,29 +194,29 @@ def test_it_does_not_supersede_below_the_threshold(keys, system):
 
 def test_it_supersedes_exactly_at_the_threshold(keys, system, monkeypatch):
     """>= 0.85, not > 0.85: put the threshold exactly on the pair's similarity as the index reports it."""
-    old = ops.remember(keys, system, BELOW[0]).episode
+    old = episodes.remember(keys, system, BELOW[0]).episode
     vector = embeddings.embed([BELOW[1]])[0]
     [hit] = vectors.query(keys.user_key, embeddings.current_model_id(), vector, 1)
     monkeypatch.setattr("memconsole.memory.ranking.SUPERSEDE_THRESHOLD", hit.similarity)
-    result = ops.remember(keys, system, BELOW[1], tags=["correction"])
+    result = episodes.remember(keys, system, BELOW[1], tags=["correction"])
     assert result.superseded == [old.episode_id]
 
 
 @pytest.mark.parametrize("tags", [[], ["travel"], ["profile-update"], ["preference-change"], ["Correction"]])
 def test_it_never_supersedes_without_a_correction_tag(keys, system, tags):
-    old = ops.remember(keys, system, ABOVE[0]).episode
-    assert ops.remember(keys, system, ABOVE[1], tags=tags).superseded == []
+    old = episodes.remember(keys, system, ABOVE[0]).episode
+    assert episodes.remember(keys, system, ABOVE[1], tags=tags).superseded == []
     old.refresh_from_db()
     assert old.status == "active"
 
 
 def test_it_never_supersedes_another_scopes_episode(keys, other_keys, system):
-    mine = ops.remember(keys, system, ABOVE[0]).episode
+    mine = episodes.remember(keys, system, ABOVE[0]).episode
     sibling = derive_scope("bot-a", "group_101", "session")  # same bot, another session
-    theirs = ops.remember(other_keys, system, ABOVE[0]).episode
-    next_door = ops.remember(sibling, system, ABOVE[0]).episode
+    theirs = episodes.remember(other_keys, system, ABOVE[0]).episode
+    next_door = episodes.remember(sibling, system, ABOVE[0]).episode
 
-    result = ops.remember(keys, system, ABOVE[1], tags=["correction"])
+    result = episodes.remember(keys, system, ABOVE[1], tags=["correction"])
 
     assert result.superseded == [mine.episode_id]
     for episode in (theirs, next_door):
@@ -225,26 +226,26 @@ def test_it_never_supersedes_another_scopes_episode(keys, other_keys, system):
 
 def test_it_supersedes_across_sessions_that_share_a_bot_isolation_key(system):
     group, private = derive_scope("bot-a", "group_1", "bot"), derive_scope("bot-a", "person_2", "bot")
-    old = ops.remember(group, system, ABOVE[0]).episode
-    ops.remember(private, system, ABOVE[1], tags=["fact-update"])
+    old = episodes.remember(group, system, ABOVE[0]).episode
+    episodes.remember(private, system, ABOVE[1], tags=["fact-update"])
     old.refresh_from_db()
     assert old.status == "superseded"
 
 
 def test_it_only_supersedes_active_episodes(keys, system):
-    archived = ops.remember(keys, system, ABOVE[0]).episode
-    ops.archive(keys, system, [archived.episode_id])
-    assert ops.remember(keys, system, ABOVE[1], tags=["correction"]).superseded == []
+    archived = episodes.remember(keys, system, ABOVE[0]).episode
+    episodes.archive(keys, system, [archived.episode_id])
+    assert episodes.remember(keys, system, ABOVE[1], tags=["correction"]).superseded == []
     archived.refresh_from_db()
     assert (archived.status, archived.superseded_by) == ("archived", "")
 
 
 def test_it_finds_the_active_episode_to_supersede_behind_many_closer_inactive_ones(keys, system):
-    old = ops.remember(keys, system, ABOVE[0]).episode
-    closer = [ops.remember(keys, system, ABOVE[1]).episode.episode_id for _ in range(25)]
-    ops.archive(keys, system, closer)  # 25 archived copies nearer to the correction than the active episode
+    old = episodes.remember(keys, system, ABOVE[0]).episode
+    closer = [episodes.remember(keys, system, ABOVE[1]).episode.episode_id for _ in range(25)]
+    episodes.archive(keys, system, closer)  # 25 archived copies nearer to the correction than the active episode
 
-    result = ops.remember(keys, system, ABOVE[1], tags=["correction"])
+    result = episodes.remember(keys, system, ABOVE[1], tags=["correction"])
 
     assert result.superseded == [old.episode_id]
     assert Episode.objects.filter(episode_id__in=closer, status="archived").count() == 25
@@ -255,25 +256,25 @@ def test_it_finds_the_active_episode_to_supersede_behind_many_closer_inactive_on
 
 def test_it_recalls_active_episodes_only_by_default_and_audits_nothing(scope_with_episodes, keys):
     audits = AuditEntry.objects.count()
-    hits = ops.recall(keys, "meeting on thursday", top_k=10)
+    hits = retrieval.recall(keys, "meeting on thursday", top_k=10)
     ids = {h.episode.episode_id for h in hits}
     archived = scope_with_episodes[3]
     assert archived.episode_id not in ids
     assert len(hits) == 3
     assert archived.episode_id in {
-        h.episode.episode_id for h in ops.recall(keys, "meeting on thursday", statuses=["archived"])
+        h.episode.episode_id for h in retrieval.recall(keys, "meeting on thursday", statuses=["archived"])
     }
     assert AuditEntry.objects.count() == audits
 
 
 def test_it_recalls_top_k(scope_with_episodes, keys):
-    assert len(ops.recall(keys, "anything", top_k=1)) == 1
-    assert len(ops.recall(keys, "anything", top_k=50)) == 3
+    assert len(retrieval.recall(keys, "anything", top_k=1)) == 1
+    assert len(retrieval.recall(keys, "anything", top_k=50)) == 3
 
 
 def test_it_recalls_with_filters(keys, system):
     now = datetime.now(UTC)
-    a = ops.remember(
+    a = episodes.remember(
         keys,
         system,
         "Alice likes green tea",
@@ -282,7 +283,7 @@ def test_it_recalls_with_filters(keys, system):
         tags=["drink"],
         timestamp=now - timedelta(days=10),
     ).episode
-    b = ops.remember(
+    b = episodes.remember(
         keys,
         system,
         "Bob likes black tea",
@@ -291,12 +292,12 @@ def test_it_recalls_with_filters(keys, system):
         tags=["drink", "bob"],
         timestamp=now - timedelta(days=1),
     ).episode
-    c = ops.remember(
+    c = episodes.remember(
         keys, system, "Carol likes oolong tea", sender_id="u3", importance=5, tags=["food"], timestamp=now
     ).episode
 
     def ids(**filters):
-        return {h.episode.episode_id for h in ops.recall(keys, "who likes tea", top_k=10, **filters)}
+        return {h.episode.episode_id for h in retrieval.recall(keys, "who likes tea", top_k=10, **filters)}
 
     assert ids() == {a.episode_id, b.episode_id, c.episode_id}
     assert ids(sender_id="u2") == {b.episode_id}
@@ -309,9 +310,9 @@ def test_it_recalls_with_filters(keys, system):
 
 
 def test_it_gives_the_current_speaker_their_weight_in_recall(keys, system):
-    ops.remember(keys, system, "I like tea", sender_id="u1")
-    ops.remember(keys, system, "I like tea", sender_id="u2")
-    hits = ops.recall(keys, "tea preferences", current_speaker_id="u2")
+    episodes.remember(keys, system, "I like tea", sender_id="u1")
+    episodes.remember(keys, system, "I like tea", sender_id="u2")
+    hits = retrieval.recall(keys, "tea preferences", current_speaker_id="u2")
     assert hits[0].episode.sender_id == "u2"
     assert hits[0].breakdown.speaker == 1.12 and hits[1].breakdown.speaker == 1.0
 
@@ -321,22 +322,22 @@ def test_it_gives_the_current_speaker_their_weight_in_recall(keys, system):
 
 def test_it_gets_an_episode_of_the_scope_only(scope_with_episodes, keys, other_keys):
     episode = scope_with_episodes[0]
-    assert ops.get_episode(keys, episode.episode_id).pk == episode.pk
+    assert episodes.get_episode(keys, episode.episode_id).pk == episode.pk
     for bad in (other_keys, derive_scope("bot-a", "group_100", "bot"), derive_scope(None, "group_100")):
         with pytest.raises(NotFound):
-            ops.get_episode(bad, episode.episode_id)
+            episodes.get_episode(bad, episode.episode_id)
     for bad_id in ("000000000000", "", None, 123, episode.episode_id.upper(), episode.episode_id + "0", "' OR 1=1 --"):
         with pytest.raises(NotFound):
-            ops.get_episode(keys, bad_id)
+            episodes.get_episode(keys, bad_id)
 
 
 # --- archive / restore / delete -----------------------------------------------------------------------
 
 
 def test_it_archives_and_audits(keys, system):
-    episode = ops.remember(keys, system, "Archive me", sender_id="u1").episode
+    episode = episodes.remember(keys, system, "Archive me", sender_id="u1").episode
 
-    changed = ops.archive(keys, system, [episode.episode_id])
+    changed = episodes.archive(keys, system, [episode.episode_id])
 
     assert [e.episode_id for e in changed] == [episode.episode_id]
     episode.refresh_from_db()
@@ -353,16 +354,16 @@ def test_it_archives_and_audits(keys, system):
     assert (entry.payload["before"], entry.payload["after"]) == ({"status": "active"}, {"status": "archived"})
     # archiving again changes nothing and writes nothing
     audits = AuditEntry.objects.count()
-    assert ops.archive(keys, system, [episode.episode_id]) == []
+    assert episodes.archive(keys, system, [episode.episode_id]) == []
     assert AuditEntry.objects.count() == audits
     assert _counts(keys.user_key) == (0, 0, 1)
 
 
 def test_it_restores_a_superseded_episode_clearing_superseded_by(keys, system):
-    old = ops.remember(keys, system, ABOVE[0]).episode
-    ops.remember(keys, system, ABOVE[1], tags=["correction"])
+    old = episodes.remember(keys, system, ABOVE[0]).episode
+    episodes.remember(keys, system, ABOVE[1], tags=["correction"])
 
-    ops.restore(keys, system, [old.episode_id])
+    episodes.restore(keys, system, [old.episode_id])
 
     old.refresh_from_db()
     assert (old.status, old.superseded_by) == ("active", "")
@@ -374,19 +375,21 @@ def test_it_restores_a_superseded_episode_clearing_superseded_by(keys, system):
 
 
 def test_it_archives_and_restores_several_at_once(keys, system):
-    made = [ops.remember(keys, system, f"note {n}").episode.episode_id for n in range(3)]
+    made = [episodes.remember(keys, system, f"note {n}").episode.episode_id for n in range(3)]
     audits = AuditEntry.objects.count()
-    assert len(ops.archive(keys, system, made + [made[0]])) == 3
+    assert len(episodes.archive(keys, system, made + [made[0]])) == 3
     assert AuditEntry.objects.count() == audits + 3
-    assert len(ops.restore(keys, system, made)) == 3
+    assert len(episodes.restore(keys, system, made)) == 3
     assert _counts(keys.user_key) == (3, 0, 0)
 
 
 def test_it_deletes_row_and_vector_and_keeps_what_was_deleted_in_the_audit(keys, system):
-    episode = ops.remember(keys, system, "Delete me please", tags=["x"], sender_id="u1", sender_name="Alice").episode
-    keep = ops.remember(keys, system, "Keep me").episode
+    episode = episodes.remember(
+        keys, system, "Delete me please", tags=["x"], sender_id="u1", sender_name="Alice"
+    ).episode
+    keep = episodes.remember(keys, system, "Keep me").episode
 
-    assert ops.delete(keys, system, [episode.episode_id]) == 1
+    assert episodes.delete(keys, system, [episode.episode_id]) == 1
 
     assert not Episode.objects.filter(episode_id=episode.episode_id).exists()
     assert set(vectors.all_ids(keys.user_key)) == {keep.episode_id}
@@ -406,22 +409,22 @@ def test_it_deletes_row_and_vector_and_keeps_what_was_deleted_in_the_audit(keys,
 
 
 def test_it_deletes_a_superseded_episode_from_the_right_counter(keys, system):
-    old = ops.remember(keys, system, ABOVE[0]).episode
-    ops.remember(keys, system, ABOVE[1], tags=["correction"])
-    ops.delete(keys, system, [old.episode_id])
+    old = episodes.remember(keys, system, ABOVE[0]).episode
+    episodes.remember(keys, system, ABOVE[1], tags=["correction"])
+    episodes.delete(keys, system, [old.episode_id])
     assert _counts(keys.user_key) == (1, 0, 0)
-    assert ops.recount(keys.user_key).active == 1
+    assert counters.recount(keys.user_key).active == 1
 
 
 # --- record_injection ---------------------------------------------------------------------------------
 
 
 def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scope_with_episodes, keys, system):
-    ops.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"])
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["window seat"])
+    profiles.update_profile(keys, system, "session", name="Travel club", add_traits=["friendly"])
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["window seat"])
     audits = AuditEntry.objects.count()
 
-    injection = ops.record_injection(
+    injection = record_injection(
         keys, system, "travel plans", query_id="q-42", sender_id="u1", sender_name="Alice", top_k=2
     )
 
@@ -472,7 +475,7 @@ def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scop
 
 
 def test_it_records_an_empty_injection_for_an_empty_scope(other_keys, system):
-    injection = ops.record_injection(other_keys, system, "anything at all")
+    injection = record_injection(other_keys, system, "anything at all")
     assert injection.system_blocks == [] and injection.hits == []
     assert (injection.snapshot.injected, injection.snapshot.episode_count, injection.snapshot.block_count) == (
         False,
@@ -483,11 +486,11 @@ def test_it_records_an_empty_injection_for_an_empty_scope(other_keys, system):
 
 def test_it_keeps_every_snapshot_within_retention_and_prunes_older_ones(keys, system, settings):
     settings.MEMCONSOLE_SNAPSHOT_RETENTION_DAYS = 30
-    first = ops.record_injection(keys, system, "one").snapshot
-    ops.record_injection(keys, system, "two")
+    first = record_injection(keys, system, "one").snapshot
+    record_injection(keys, system, "two")
     assert InjectionSnapshot.objects.count() == 2
     InjectionSnapshot.objects.filter(pk=first.pk).update(recorded_at=datetime.now(UTC) - timedelta(days=31))
-    ops.record_injection(keys, system, "three")
+    record_injection(keys, system, "three")
     assert sorted(s.payload["query"] for s in InjectionSnapshot.objects.all()) == ["three", "two"]
 
 
@@ -502,14 +505,14 @@ def test_it_recounts_without_losing_the_increment_of_a_concurrent_remember(postg
 
     from .conftest import in_thread, wait_for_lock_waiter
 
-    ops.remember(keys, system, "the first memory")
+    episodes.remember(keys, system, "the first memory")
     written, release = threading.Event(), threading.Event()
 
     def remember_in_progress() -> None:
         # What remember's transaction does: a new active row, then the counter's increment.
         with transaction.atomic():
             row = Episode(
-                episode_id=ops.new_episode_id(),
+                episode_id=episodes.new_episode_id(),
                 user_key=keys.user_key,
                 scope_key=keys.scope_key,
                 bot_uuid=keys.bot_uuid,
@@ -517,13 +520,13 @@ def test_it_recounts_without_losing_the_increment_of_a_concurrent_remember(postg
             )
             row.set_content("the second memory")
             row.save(force_insert=True)
-            ops._count(keys.user_key, active=1)
+            counters.count(keys.user_key, active=1)
             written.set()
             assert release.wait(30)
 
     writer, writer_outcome = in_thread(remember_in_progress)
     assert written.wait(30)
-    recounter, recount_outcome = in_thread(ops.recount, keys.user_key)
+    recounter, recount_outcome = in_thread(counters.recount, keys.user_key)
     wait_for_lock_waiter()  # the recount waits for the remember's row lock on the counters
     release.set()
     writer.join(30)
@@ -539,11 +542,11 @@ def test_it_keeps_an_episode_the_index_refused_not_current_through_archive_and_r
     vectors.upsert(
         keys.user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": keys.user_key}]
     )
-    result = ops.remember(keys, system, "saved while the index refused it")
+    result = episodes.remember(keys, system, "saved while the index refused it")
     assert not result.indexed
 
-    ops.archive(keys, system, [result.episode.episode_id])
-    ops.restore(keys, system, [result.episode.episode_id])
+    episodes.archive(keys, system, [result.episode.episode_id])
+    episodes.restore(keys, system, [result.episode.episode_id])
 
     result.episode.refresh_from_db()
     assert not result.episode.vector_current  # so that `reindex` still embeds it
@@ -551,11 +554,11 @@ def test_it_keeps_an_episode_the_index_refused_not_current_through_archive_and_r
 
 
 def test_it_marks_current_the_episodes_whose_vector_metadata_was_updated(keys, system):
-    indexed = ops.remember(keys, system, "indexed normally").episode
-    dropped = ops.remember(keys, system, "its vector went missing").episode
+    indexed = episodes.remember(keys, system, "indexed normally").episode
+    dropped = episodes.remember(keys, system, "its vector went missing").episode
     vectors.delete(keys.user_key, [dropped.episode_id])
 
-    ops.archive(keys, system, [indexed.episode_id, dropped.episode_id])
+    episodes.archive(keys, system, [indexed.episode_id, dropped.episode_id])
 
     indexed.refresh_from_db()
     dropped.refresh_from_db()

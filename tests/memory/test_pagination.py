@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, retrieval
 from memconsole.memory.models import Episode
 
 pytestmark = pytest.mark.django_db
@@ -19,7 +19,7 @@ def _bulk(keys, count: int, **fields) -> list[Episode]:
     rows = []
     for n in range(count):
         episode = Episode(
-            episode_id=ops.new_episode_id(),
+            episode_id=episodes.new_episode_id(),
             user_key=keys.user_key,
             scope_key=keys.scope_key,
             timestamp=T0 + timedelta(hours=n),
@@ -35,7 +35,7 @@ def _walk(keys, limit, **filters):
     """Every page from the first to the last by Next cursors."""
     pages, cursor = [], None
     while True:
-        page = ops.list_episodes(keys, cursor=cursor, limit=limit, **filters)
+        page = episodes.list_episodes(keys, cursor=cursor, limit=limit, **filters)
         pages.append(page)
         if page.next_cursor is None:
             return pages
@@ -47,29 +47,29 @@ def _ids(pages) -> list[str]:
 
 
 def test_it_lists_newest_first_with_cursors(keys, system):
-    made = [ops.remember(keys, system, f"note {n}").episode.episode_id for n in range(7)]
-    first = ops.list_episodes(keys, limit=3)
+    made = [episodes.remember(keys, system, f"note {n}").episode.episode_id for n in range(7)]
+    first = episodes.list_episodes(keys, limit=3)
     assert [e.episode_id for e in first.episodes] == made[::-1][:3]
     assert first.previous_cursor is None
     assert first.next_cursor == f"a{first.episodes[-1].id}"
-    second = ops.list_episodes(keys, cursor=first.next_cursor, limit=3)
+    second = episodes.list_episodes(keys, cursor=first.next_cursor, limit=3)
     assert [e.episode_id for e in second.episodes] == made[::-1][3:6]
     assert second.previous_cursor == f"b{second.episodes[0].id}"
-    last = ops.list_episodes(keys, cursor=second.next_cursor, limit=3)
+    last = episodes.list_episodes(keys, cursor=second.next_cursor, limit=3)
     assert [e.episode_id for e in last.episodes] == made[:1]
     assert last.next_cursor is None and last.previous_cursor is not None
 
 
 def test_it_returns_every_episode_exactly_once_while_episodes_are_added(keys, system):
-    original = [ops.remember(keys, system, f"before the walk {n}").episode.episode_id for n in range(23)]
+    original = [episodes.remember(keys, system, f"before the walk {n}").episode.episode_id for n in range(23)]
     added = []
     seen: list[str] = []
     cursor = None
     while True:
-        page = ops.list_episodes(keys, cursor=cursor, limit=5)
+        page = episodes.list_episodes(keys, cursor=cursor, limit=5)
         seen.extend(e.episode_id for e in page.episodes)
         # a bot keeps talking while someone pages through the console
-        added.append(ops.remember(keys, system, f"during the walk {len(added)}").episode.episode_id)
+        added.append(episodes.remember(keys, system, f"during the walk {len(added)}").episode.episode_id)
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
@@ -82,7 +82,7 @@ def test_it_returns_every_episode_exactly_once_while_episodes_are_added(keys, sy
     back: list[str] = []
     cursor = page.previous_cursor
     while cursor is not None:
-        previous = ops.list_episodes(keys, cursor=cursor, limit=5)
+        previous = episodes.list_episodes(keys, cursor=cursor, limit=5)
         assert 1 <= len(previous.episodes) <= 5
         back = [e.episode_id for e in previous.episodes] + back
         cursor = previous.previous_cursor
@@ -96,7 +96,7 @@ def test_it_walks_previous_pages_back_to_the_same_pages(keys):
     assert [len(p.episodes) for p in forward] == [7, 7, 7, 7, 2]
     page = forward[-1]
     for expected in reversed(forward[:-1]):
-        page = ops.list_episodes(keys, cursor=page.previous_cursor, limit=7)
+        page = episodes.list_episodes(keys, cursor=page.previous_cursor, limit=7)
         assert [e.episode_id for e in page.episodes] == [e.episode_id for e in expected.episodes]
         assert page.next_cursor == expected.next_cursor
     assert page.previous_cursor is None
@@ -112,7 +112,7 @@ def test_it_pages_by_each_size(keys, limit):
 
 
 def test_it_lists_an_empty_scope(keys):
-    assert ops.list_episodes(keys) == ops.EpisodePage([], None, None)
+    assert episodes.list_episodes(keys) == episodes.EpisodePage([], None, None)
 
 
 def test_it_never_lists_another_scopes_episodes(keys, other_keys):
@@ -120,19 +120,21 @@ def test_it_never_lists_another_scopes_episodes(keys, other_keys):
     mine = _bulk(keys, 3)
     assert _ids(_walk(keys, 2)) == [e.episode_id for e in reversed(mine)]
     # nor when handed a cursor taken from the other scope
-    theirs = ops.list_episodes(other_keys, limit=2)
-    assert {e.user_key for e in ops.list_episodes(keys, cursor=theirs.next_cursor).episodes} <= {keys.user_key}
+    theirs = episodes.list_episodes(other_keys, limit=2)
+    assert {e.user_key for e in episodes.list_episodes(keys, cursor=theirs.next_cursor).episodes} <= {keys.user_key}
 
 
 def test_it_filters_by_status_sender_tag_importance_and_time(keys, system):
     def at(hours: int) -> datetime:
         return T0 + timedelta(hours=hours)
 
-    a = ops.remember(keys, system, "a", sender_id="u1", tags=["travel"], importance=1, timestamp=at(1)).episode
-    b = ops.remember(keys, system, "b", sender_id="u2", tags=["travel", "food"], importance=3, timestamp=at(2)).episode
-    c = ops.remember(keys, system, "c", sender_id="u1", tags=["food"], importance=5, timestamp=at(3)).episode
-    d = ops.remember(keys, system, "d", sender_id="u2", tags=["traveller"], importance=2, timestamp=at(4)).episode
-    ops.archive(keys, system, [c.episode_id])
+    a = episodes.remember(keys, system, "a", sender_id="u1", tags=["travel"], importance=1, timestamp=at(1)).episode
+    b = episodes.remember(
+        keys, system, "b", sender_id="u2", tags=["travel", "food"], importance=3, timestamp=at(2)
+    ).episode
+    c = episodes.remember(keys, system, "c", sender_id="u1", tags=["food"], importance=5, timestamp=at(3)).episode
+    d = episodes.remember(keys, system, "d", sender_id="u2", tags=["traveller"], importance=2, timestamp=at(4)).episode
+    episodes.archive(keys, system, [c.episode_id])
 
     def ids(**filters) -> list[str]:
         return _ids(_walk(keys, 2, **filters))
@@ -162,8 +164,8 @@ def test_it_pages_within_a_filter(keys):
 
 def test_it_matches_tags_the_same_way_on_every_database(keys, system):
     """SQLite's LIKE ignores ASCII case and PostgreSQL's does not: the filter must not depend on it."""
-    travel = ops.remember(keys, system, "a", tags=["Travel"]).episode
+    travel = episodes.remember(keys, system, "a", tags=["Travel"]).episode
     assert _ids(_walk(keys, 5, tag="travel")) == [travel.episode_id]
     assert _ids(_walk(keys, 5, tag="TRAVEL")) == [travel.episode_id]
-    assert [h.episode.episode_id for h in ops.recall(keys, "a", tags=["travel"])] == [travel.episode_id]
+    assert [h.episode.episode_id for h in retrieval.recall(keys, "a", tags=["travel"])] == [travel.episode_id]
     assert _ids(_walk(keys, 5, tag="trav")) == []

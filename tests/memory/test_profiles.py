@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memconsole.memory import operations as ops
+from memconsole.memory import profiles
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Profile, ProfileVersion
 from memconsole.memory.scopes import derive_scope
@@ -17,13 +17,13 @@ def _last_audit() -> AuditEntry:
 
 
 def test_it_reads_a_missing_profile_as_empty(keys):
-    data, row = ops.get_profile(keys, "speaker", "u1")
+    data, row = profiles.get_profile(keys, "speaker", "u1")
     assert row is None
     assert data == {"name": "", "traits": [], "preferences": [], "notes": ""}
 
 
 def test_it_creates_a_session_profile_and_audits_it(keys, system):
-    row = ops.update_profile(
+    row = profiles.update_profile(
         keys, system, "session", name=" Travel club ", notes="Plans trips", add_traits=["friendly"]
     )
 
@@ -43,14 +43,14 @@ def test_it_creates_a_session_profile_and_audits_it(keys, system):
 
 
 def test_it_ignores_a_sender_id_for_a_session_profile(keys, system):
-    row = ops.update_profile(keys, system, "session", "u1", notes="x")
+    row = profiles.update_profile(keys, system, "session", "u1", notes="x")
     assert row.sender_id == ""
 
 
 def test_it_updates_a_speaker_profile_keeping_every_version(keys, system):
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious", "kind"])
-    ops.update_profile(keys, system, "speaker", "u1", add_traits=["KIND", "patient"], add_preferences=["tea"])
-    row = ops.update_profile(keys, system, "speaker", "u1", remove_traits=["Curious"], notes="Met in Paris")
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["curious", "kind"])
+    profiles.update_profile(keys, system, "speaker", "u1", add_traits=["KIND", "patient"], add_preferences=["tea"])
+    row = profiles.update_profile(keys, system, "speaker", "u1", remove_traits=["Curious"], notes="Met in Paris")
 
     assert row.version == 3
     assert row.payload == {
@@ -75,15 +75,15 @@ def test_it_updates_a_speaker_profile_keeping_every_version(keys, system):
 
 
 def test_it_keeps_name_and_notes_unless_given(keys, system):
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", notes="n")
-    row = ops.update_profile(keys, system, "speaker", "u1", add_preferences=["coffee"])
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", notes="n")
+    row = profiles.update_profile(keys, system, "speaker", "u1", add_preferences=["coffee"])
     assert (row.payload["name"], row.payload["notes"]) == ("Alice", "n")
-    row = ops.update_profile(keys, system, "speaker", "u1", name="", notes="")
+    row = profiles.update_profile(keys, system, "speaker", "u1", name="", notes="")
     assert (row.payload["name"], row.payload["notes"]) == ("", "")
 
 
 def test_it_accepts_exactly_20_traits_10_preferences_and_2000_chars_of_notes(keys, system):
-    row = ops.update_profile(
+    row = profiles.update_profile(
         keys,
         system,
         "speaker",
@@ -94,13 +94,13 @@ def test_it_accepts_exactly_20_traits_10_preferences_and_2000_chars_of_notes(key
     )
     assert (len(row.payload["traits"]), len(row.payload["preferences"]), len(row.payload["notes"])) == (20, 10, 2000)
     # removing and adding in one update stays within the limit
-    row = ops.update_profile(keys, system, "speaker", "u1", remove_traits=["t0"], add_traits=["t20"])
+    row = profiles.update_profile(keys, system, "speaker", "u1", remove_traits=["t0"], add_traits=["t20"])
     assert len(row.payload["traits"]) == 20 and "t20" in row.payload["traits"]
 
 
 def test_it_replaces_a_whole_profile_after_validation(keys, system):
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
-    row = ops.replace_profile(
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
+    row = profiles.replace_profile(
         keys,
         system,
         "speaker",
@@ -116,10 +116,10 @@ def test_it_replaces_a_whole_profile_after_validation(keys, system):
 
 
 def test_it_rolls_back_to_an_earlier_version_as_a_new_version(keys, system):
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
-    ops.update_profile(keys, system, "speaker", "u1", name="Mallory", add_traits=["sneaky"])
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
+    profiles.update_profile(keys, system, "speaker", "u1", name="Mallory", add_traits=["sneaky"])
 
-    row = ops.rollback_profile(keys, system, "speaker", "u1", 1)
+    row = profiles.rollback_profile(keys, system, "speaker", "u1", 1)
 
     assert row.version == 3
     assert row.payload == {"name": "Alice", "traits": ["kind"], "preferences": [], "notes": ""}
@@ -134,16 +134,16 @@ def test_it_rolls_back_to_an_earlier_version_as_a_new_version(keys, system):
 
 
 def test_it_keeps_profiles_apart_per_scope_and_speaker(keys, other_keys, system):
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice in A")
-    ops.update_profile(other_keys, system, "speaker", "u1", name="Alice in B")
-    ops.update_profile(keys, system, "speaker", "u2", name="Bob in A")
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice in A")
+    profiles.update_profile(other_keys, system, "speaker", "u1", name="Alice in B")
+    profiles.update_profile(keys, system, "speaker", "u2", name="Bob in A")
     # bot isolation shares episodes across a bot's sessions, never profiles
-    ops.update_profile(derive_scope("bot-a", "group_1", "bot"), system, "session", name="group 1")
-    ops.update_profile(derive_scope("bot-a", "group_2", "bot"), system, "session", name="group 2")
+    profiles.update_profile(derive_scope("bot-a", "group_1", "bot"), system, "session", name="group 1")
+    profiles.update_profile(derive_scope("bot-a", "group_2", "bot"), system, "session", name="group 2")
 
-    assert ops.get_profile(keys, "speaker", "u1")[0]["name"] == "Alice in A"
-    assert ops.get_profile(other_keys, "speaker", "u1")[0]["name"] == "Alice in B"
-    assert ops.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob in A"
-    assert ops.get_profile(derive_scope("bot-a", "group_1", "bot"), "session")[0]["name"] == "group 1"
-    assert ops.get_profile(derive_scope("bot-a", "group_2", "bot"), "session")[0]["name"] == "group 2"
+    assert profiles.get_profile(keys, "speaker", "u1")[0]["name"] == "Alice in A"
+    assert profiles.get_profile(other_keys, "speaker", "u1")[0]["name"] == "Alice in B"
+    assert profiles.get_profile(keys, "speaker", "u2")[0]["name"] == "Bob in A"
+    assert profiles.get_profile(derive_scope("bot-a", "group_1", "bot"), "session")[0]["name"] == "group 1"
+    assert profiles.get_profile(derive_scope("bot-a", "group_2", "bot"), "session")[0]["name"] == "group 2"
     assert Profile.objects.count() == 5

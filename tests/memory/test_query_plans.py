@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.models import Q
 
-from memconsole.memory import operations as ops
+from memconsole.memory.filters import EpisodeFilter
 from memconsole.memory.models import Episode
 
 pytestmark = [
@@ -27,7 +26,7 @@ def plan(queryset) -> str:
 
 
 def test_it_looks_episodes_up_by_id_through_the_unique_index(keys):
-    text = plan(ops.episodes_by_ids(Q(user_key=keys.user_key, status="active"), IDS))
+    text = plan(Episode.objects.in_scope(keys.user_key).filter(status="active").with_ids(IDS))
     assert "memory_episode_episode_id_key" in text or "sqlite_autoindex_memory_episode" in text, text
     assert "SCAN memory_episode" not in text, text
 
@@ -53,6 +52,6 @@ def test_it_seeks_the_scope_index_for_replaced_and_imported_episodes(keys, query
 
 @pytest.mark.parametrize("filters", [{"statuses": ["active"]}, {"sender_id": "u1"}, {}])
 def test_it_pages_a_scope_by_index_seek(keys, filters):
-    where = ops.episode_filter(keys, **filters)
+    where = EpisodeFilter.build(keys, **filters).where()
     text = plan(Episode.objects.filter(where, id__lt=1000).order_by("-id")[:26])
     assert "USING INDEX episode_scope_" in text and "SCAN memory_episode" not in text, text

@@ -1,4 +1,4 @@
-"""Recall ranking (DESIGN.md §4): each factor against hand-computed values, then end to end."""
+"""Recall ranking (docs/design.md §4): each factor against hand-computed values, then end to end."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 
 from memconsole.lib import embeddings
-from memconsole.memory import operations as ops
-from memconsole.memory import ranking
+from memconsole.memory import episodes, models, ranking, retrieval
 from memconsole.memory.models import Episode
 
 NOW = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
@@ -203,7 +202,7 @@ def _cosine(a: str, b: str) -> float:
 def test_it_reports_a_breakdown_whose_product_is_the_score(db, keys, system):
     thirty_days_ago = datetime.now(UTC) - timedelta(days=30)
     content = "Bob prefers window seats on long flights"
-    made = ops.remember(
+    made = episodes.remember(
         keys,
         system,
         content,
@@ -213,10 +212,10 @@ def test_it_reports_a_breakdown_whose_product_is_the_score(db, keys, system):
         sender_name="Bob",
         timestamp=thirty_days_ago,
     ).episode
-    ops.remember(keys, system, "The office closes early on Fridays", sender_id="u1", timestamp=thirty_days_ago)
+    episodes.remember(keys, system, "The office closes early on Fridays", sender_id="u1", timestamp=thirty_days_ago)
     query = "where does bob like to sit on a plane"
 
-    hits = ops.recall(keys, query, top_k=2, current_speaker_id="u2")
+    hits = retrieval.recall(keys, query, top_k=2, current_speaker_id="u2")
 
     assert hits[0].episode.episode_id == made.episode_id
     parts = hits[0].breakdown
@@ -237,32 +236,34 @@ def test_it_reports_a_breakdown_whose_product_is_the_score(db, keys, system):
 
 
 def test_it_ranks_an_episode_without_timestamp_at_half_recency(db, keys, system):
-    made = ops.remember(keys, system, "The spare key is under the blue flower pot").episode
+    made = episodes.remember(keys, system, "The spare key is under the blue flower pot").episode
     Episode.objects.filter(pk=made.pk).update(timestamp=None)
 
-    hit = ops.recall(keys, "where is the spare key")[0]
+    hit = retrieval.recall(keys, "where is the spare key")[0]
 
     assert hit.breakdown.recency == 0.5
     assert hit.score == pytest.approx(hit.breakdown.similarity * 0.5, abs=1e-6)
 
 
 def test_it_lets_recency_and_importance_reorder_equally_similar_episodes(db, keys, system):
-    old = ops.remember(keys, system, "We adopted a puppy", timestamp=datetime.now(UTC) - timedelta(days=90)).episode
-    new = ops.remember(keys, system, "We adopted a puppy", sender_id="u9").episode
-    important_old = ops.remember(
+    old = episodes.remember(
+        keys, system, "We adopted a puppy", timestamp=datetime.now(UTC) - timedelta(days=90)
+    ).episode
+    new = episodes.remember(keys, system, "We adopted a puppy", sender_id="u9").episode
+    important_old = episodes.remember(
         keys, system, "We adopted a puppy", importance=5, timestamp=datetime.now(UTC) - timedelta(days=90)
     ).episode
 
-    order = [hit.episode.episode_id for hit in ops.recall(keys, "puppy adoption", top_k=3)]
+    order = [hit.episode.episode_id for hit in retrieval.recall(keys, "puppy adoption", top_k=3)]
 
     assert order == [new.episode_id, important_old.episode_id, old.episode_id]
 
 
 def test_it_clamps_a_boosted_recall_score_to_one(db, keys, system):
-    made = ops.remember(
+    made = episodes.remember(
         keys, system, "Carol loves hiking", tags=["correction"], importance=5, sender_id="carol"
     ).episode
-    hit = ops.recall(keys, f"Carol loves hiking {made.episode_id}", current_speaker_id="carol")[0]
+    hit = retrieval.recall(keys, f"Carol loves hiking {made.episode_id}", current_speaker_id="carol")[0]
     assert hit.episode.episode_id == made.episode_id
     assert hit.breakdown.exact == 1.5
     assert math.prod(hit.as_dict()["breakdown"].values()) > 1
@@ -277,10 +278,10 @@ def test_it_finds_an_episode_named_by_id_beyond_the_nearest_vectors_with_its_rea
     # The id is part of the query, so it moves the query's vector: fix it so that the setup below
     # (target outside the nearest 50, but within reach of the id boost) holds on every run.
     with monkeypatch.context() as patch:
-        patch.setattr(ops, "new_episode_id", lambda: "5a1e0c3f9b2d")
-        target = ops.remember(keys, system, target_text).episode
+        patch.setattr(models, "new_episode_id", lambda: "5a1e0c3f9b2d")
+        target = episodes.remember(keys, system, target_text).episode
     for text in others:
-        ops.remember(keys, system, text)
+        episodes.remember(keys, system, text)
     query = f"lunch plans {target.episode_id}"
     vectors_ = embeddings.embed([query, target_text, *others])
     similarity = float(vectors_[1] @ vectors_[0])
@@ -288,7 +289,7 @@ def test_it_finds_an_episode_named_by_id_beyond_the_nearest_vectors_with_its_rea
     assert similarity < others_similarity[49]  # not among the 50 nearest vectors recall fetches for top_k=10
     assert similarity * 1.5 > others_similarity[0]  # but the id boost lifts it to the top
 
-    hits = ops.recall(keys, query, top_k=10)
+    hits = retrieval.recall(keys, query, top_k=10)
 
     assert hits[0].episode.episode_id == target.episode_id
     assert hits[0].breakdown.similarity == pytest.approx(similarity, abs=1e-4)

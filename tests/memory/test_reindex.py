@@ -7,7 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, retrieval
 from memconsole.memory import reindex as reindex_module
 from memconsole.memory.models import STATUS_ARCHIVED, Episode
 from memconsole.memory.reindex import reindex
@@ -37,7 +37,7 @@ def test_it_finds_no_drift_in_a_consistent_index(scope_with_episodes):
 def test_it_repairs_a_deleted_vector(keys, scope_with_episodes):
     trip = scope_with_episodes[0]
     vectors.delete(keys.user_key, [trip.episode_id])
-    assert trip.episode_id not in [h.episode.episode_id for h in ops.recall(keys, "travel plans")]
+    assert trip.episode_id not in [h.episode.episode_id for h in retrieval.recall(keys, "travel plans")]
 
     found = reindex(check_only=True)
     assert (found.missing, found.drift) == (1, 1)
@@ -46,7 +46,7 @@ def test_it_repairs_a_deleted_vector(keys, scope_with_episodes):
     repaired = reindex(check_only=False)
 
     assert repaired.reembedded == 1 and repaired.ok
-    assert ops.recall(keys, "travel plans", top_k=1)[0].episode.episode_id == trip.episode_id
+    assert retrieval.recall(keys, "travel plans", top_k=1)[0].episode.episode_id == trip.episode_id
     assert reindex(check_only=True).drift == 0
 
 
@@ -107,11 +107,11 @@ def test_it_deletes_orphan_vectors_and_collections(keys, other_keys, scope_with_
 
 def test_it_reembeds_a_collection_made_by_another_model(keys, system, settings, tmp_path):
     settings.MEMCONSOLE_MODEL_DIR = tmp_path  # no model: the lexical fallback writes these vectors
-    ops.remember(keys, system, "I am planning a trip to Beijing next month")
-    ops.remember(keys, system, "My favourite food is dumplings")
+    episodes.remember(keys, system, "I am planning a trip to Beijing next month")
+    episodes.remember(keys, system, "My favourite food is dumplings")
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
     with pytest.raises(vectors.ModelMismatch):
-        ops.recall(keys, "travel plans")
+        retrieval.recall(keys, "travel plans")
 
     found = reindex(check_only=True)
     assert (found.foreign_model_collections, found.not_current) == (1, 2)
@@ -120,13 +120,13 @@ def test_it_reembeds_a_collection_made_by_another_model(keys, system, settings, 
 
     assert repaired.reembedded == 2 and repaired.ok
     assert vectors.collection_model(keys.user_key) == embeddings.current_model_id()
-    assert "Beijing" in ops.recall(keys, "travel plans", top_k=1)[0].episode.content
+    assert "Beijing" in retrieval.recall(keys, "travel plans", top_k=1)[0].episode.content
     assert reindex(check_only=True).drift == 0
 
 
 def test_it_repairs_in_batches(keys, system, monkeypatch):
     for i in range(7):
-        ops.remember(keys, system, f"note number {i}")
+        episodes.remember(keys, system, f"note number {i}")
     Episode.objects.update(vector_current=False)
     monkeypatch.setattr(reindex_module, "EMBED_BATCH", 3)
     seen = []
@@ -139,7 +139,7 @@ def test_it_repairs_in_batches(keys, system, monkeypatch):
 
 
 def test_it_skips_the_health_probes_own_scopes(keys, scope_with_episodes):
-    from memconsole.memory.health import PROBE_USER_KEY_PREFIX
+    from memconsole.memory.scopes import PROBE_USER_KEY_PREFIX
 
     orphan_vector(PROBE_USER_KEY_PREFIX + "probe_x")
 
@@ -193,7 +193,7 @@ def test_recall_follows_a_collection_replaced_or_dropped_by_another_process(keys
     """recall keeps its collection handle between calls; when another process (reindex, erasure)
     replaced or dropped the collection meanwhile, the next recall looks it up again."""
     trip = scope_with_episodes[0]
-    assert ops.recall(keys, "travel plans")[0].episode.episode_id == trip.episode_id  # handle kept
+    assert retrieval.recall(keys, "travel plans")[0].episode.episode_id == trip.episode_id  # handle kept
     client, name = vectors.get_client(), vectors.collection_name(keys.user_key)
     old = client.get_collection(name)
     stored = old.get(include=["embeddings", "metadatas"])
@@ -202,6 +202,6 @@ def test_recall_follows_a_collection_replaced_or_dropped_by_another_process(keys
         fresh = client.create_collection(name, configuration={"hnsw": {"space": "cosine"}}, metadata=old.metadata)
         fresh.upsert(ids=stored["ids"], embeddings=stored["embeddings"], metadatas=stored["metadatas"])
 
-    hits = ops.recall(keys, "travel plans")
+    hits = retrieval.recall(keys, "travel plans")
 
     assert [h.episode.episode_id for h in hits][:1] == ([trip.episode_id] if replaced else [])

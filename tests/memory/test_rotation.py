@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memconsole.lib import crypto, vectors
-from memconsole.memory import operations as ops
+from memconsole.memory import episodes, injection, profiles, retrieval
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.reindex import reindex
@@ -35,11 +35,11 @@ def new_key() -> str:
 
 def fill(keys, system) -> None:
     """Rows in every sealed table: episodes, profiles and their versions, audit, a snapshot."""
-    ops.remember(keys, system, "I am planning a trip to Beijing next month", tags=["travel"], sender_id="u1")
-    ops.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2")
-    ops.update_profile(keys, system, "session", name="Travel group", add_traits=["plans ahead"])
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["short answers"])
-    ops.record_injection(keys, system, "travel plans", sender_id="u1")
+    episodes.remember(keys, system, "I am planning a trip to Beijing next month", tags=["travel"], sender_id="u1")
+    episodes.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2")
+    profiles.update_profile(keys, system, "session", name="Travel group", add_traits=["plans ahead"])
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["short answers"])
+    injection.record_injection(keys, system, "travel plans", sender_id="u1")
 
 
 def readable_state() -> dict:
@@ -76,7 +76,7 @@ def test_it_rotates_every_sealed_field_and_the_old_key_can_go(keys, system, sett
     assert after["audit"][: len(before["audit"])] == before["audit"]
     assert verify_audit_chain().ok
     assert all(crypto.is_under_newest_key(e.content_stored) for e in Episode.objects.all())
-    assert "Beijing" in ops.recall(keys, "travel plans", top_k=1)[0].episode.content
+    assert "Beijing" in retrieval.recall(keys, "travel plans", top_k=1)[0].episode.content
 
 
 def test_it_skips_rows_already_under_the_newest_key(keys, system, settings):
@@ -117,7 +117,7 @@ def test_it_encrypts_plain_rows_and_takes_tags_out_of_their_vectors(keys, system
 
 def test_it_leaves_rows_no_key_opens_alone_and_says_so(keys, system, settings, capsys):
     settings.MEMCONSOLE_FERNET_KEYS = [new_key()]
-    written = ops.remember(keys, system, "written under a key that is lost").episode
+    written = episodes.remember(keys, system, "written under a key that is lost").episode
     settings.MEMCONSOLE_FERNET_KEYS = [new_key()]
 
     report = rotate_keys()

@@ -1,4 +1,4 @@
-"""Scope derivation (DESIGN.md §2): every rule, and the refusals."""
+"""Scope derivation (docs/design.md §2): every rule, and the refusals."""
 
 from __future__ import annotations
 

@@ -20,8 +20,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
-from memconsole.memory import operations as ops
-from memconsole.memory import tokens
+from memconsole.memory import episodes, injection, profiles, tokens
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import derive_scope
@@ -77,14 +76,14 @@ def hostile_world(db, system):
     token, _ = tokens.create_token(payload("token"), [bot], system)
     by_token = Actor.for_token(token)
     sender = payload("sender")
-    first = ops.remember(
+    first = episodes.remember(
         keys, by_token, payload("content"), tags=[payload("tag")], sender_id=sender, sender_name=payload("sendername")
     ).episode
-    second = ops.remember(
+    second = episodes.remember(
         keys, by_token, "a correction of " + payload("content"), tags=["correction"], sender_id=sender
     )
-    ops.archive(keys, system, [second.episode.episode_id])
-    ops.update_profile(
+    episodes.archive(keys, system, [second.episode.episode_id])
+    profiles.update_profile(
         keys,
         system,
         "session",
@@ -93,9 +92,9 @@ def hostile_world(db, system):
         add_preferences=[payload("pref")],
         notes=payload("notes"),
     )
-    ops.update_profile(keys, system, "session", notes=payload("notes") + " v2")
-    ops.update_profile(keys, system, "speaker", sender, name=payload("spname"), add_traits=[payload("trait")])
-    snapshot = ops.record_injection(
+    profiles.update_profile(keys, system, "session", notes=payload("notes") + " v2")
+    profiles.update_profile(keys, system, "speaker", sender, name=payload("spname"), add_traits=[payload("trait")])
+    snapshot = injection.record_injection(
         keys, by_token, payload("query"), query_id=payload("qid"), sender_id=sender, sender_name=payload("sendername")
     ).snapshot
     scope = Scope.objects.get(scope_key=keys.scope_key)

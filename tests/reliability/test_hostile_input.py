@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from memconsole.memory import operations as ops
-from memconsole.memory import tokens
+from memconsole.memory import episodes, injection, profiles, retrieval, tokens, validation
 from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.episodes import remember
 from memconsole.memory.errors import NotFound, ValidationError
 from memconsole.memory.models import AuditEntry, Episode
 
@@ -44,8 +44,8 @@ REFUSED = (ValidationError, NotFound)
 @pytest.fixture
 def other_scope(other_keys, system):
     """bot-b/group_200 with an episode and a profile: nothing done elsewhere may touch it."""
-    ops.remember(other_keys, system, "the other scope's secret", tags=["secret"], sender_id="u9")
-    ops.update_profile(other_keys, system, "speaker", "u9", name="Zed", add_traits=["private"])
+    episodes.remember(other_keys, system, "the other scope's secret", tags=["secret"], sender_id="u9")
+    profiles.update_profile(other_keys, system, "speaker", "u9", name="Zed", add_traits=["private"])
     return scope_fingerprint(other_keys.user_key, other_keys.scope_key)
 
 
@@ -93,7 +93,7 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
         sender_id, sender_name, timestamp = fields["sender_id"], fields["sender_name"], fields["timestamp"]
         before = rows()
         try:
-            result = ops.remember(
+            result = episodes.remember(
                 keys,
                 system,
                 content,
@@ -110,7 +110,7 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
         assert stored.user_key == keys.user_key
         assert stored.content == content  # byte for byte: no escaping, trimming or truncation
         assert (stored.sender_id, stored.sender_name, stored.importance) == (sender_id, sender_name, importance)
-        assert stored.tags == ops.validate_tags(tags)
+        assert stored.tags == validation.validate_tags(tags)
         after = rows()
         assert after["Episode"] == before["Episode"] + 1 and after["AuditEntry"] == before["AuditEntry"] + 1
         tried(outcomes, "stored")
@@ -124,7 +124,7 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
 
 def test_it_never_writes_or_leaks_on_hostile_reads_and_filters(keys, other_keys, system, other_scope):
     for i, text in enumerate(["%", "_", "$ne", "' OR '1'='1", "<b>bold</b>", "plain"]):
-        ops.remember(keys, system, f"episode {i} says {text}", tags=[text, "t"], sender_id=text)
+        episodes.remember(keys, system, f"episode {i} says {text}", tags=[text, "t"], sender_id=text)
     outcomes: Counter[str] = Counter()
 
     legal = {
@@ -157,7 +157,7 @@ def test_it_never_writes_or_leaks_on_hostile_reads_and_filters(keys, other_keys,
             if use_recall:
                 found = [
                     hit.episode
-                    for hit in ops.recall(
+                    for hit in retrieval.recall(
                         keys,
                         query,
                         top_k=top_k,
@@ -168,7 +168,7 @@ def test_it_never_writes_or_leaks_on_hostile_reads_and_filters(keys, other_keys,
                     )
                 ]
             else:
-                found = ops.list_episodes(
+                found = episodes.list_episodes(
                     keys, cursor=cursor, sender_id=sender_id, tag=tag, statuses=statuses, importance_min=importance_min
                 ).episodes
         except REFUSED:
@@ -190,8 +190,8 @@ def test_it_never_writes_or_leaks_on_hostile_reads_and_filters(keys, other_keys,
 
 
 def test_it_refuses_hostile_ids_and_profile_values_without_changing_anything(keys, other_keys, system, other_scope):
-    episode = ops.remember(keys, system, "a plain fact", sender_id="u1").episode
-    ops.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
+    episode = episodes.remember(keys, system, "a plain fact", sender_id="u1").episode
+    profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_traits=["kind"])
     outcomes: Counter[str] = Counter()
 
     @hypothesis_settings(max_examples=80, **PROPERTY)
@@ -205,22 +205,24 @@ def test_it_refuses_hostile_ids_and_profile_values_without_changing_anything(key
         own = scope_fingerprint(keys.user_key, keys.scope_key)
         try:
             if operation in ("archive", "restore", "delete"):
-                getattr(ops, operation)(keys, system, value if isinstance(value, list) else [value])
+                getattr(episodes, operation)(keys, system, value if isinstance(value, list) else [value])
             elif operation == "get":
-                ops.get_episode(keys, value)
+                episodes.get_episode(keys, value)
             elif operation == "update":
-                ops.update_profile(keys, system, "speaker", other, name=value, add_traits=[value], notes=value)
+                profiles.update_profile(keys, system, "speaker", other, name=value, add_traits=[value], notes=value)
             elif operation == "replace":
-                ops.replace_profile(keys, system, "speaker", "u1", {"name": value, "traits": [other], "notes": other})
+                profiles.replace_profile(
+                    keys, system, "speaker", "u1", {"name": value, "traits": [other], "notes": other}
+                )
             else:
-                ops.rollback_profile(keys, system, "speaker", other, value)
+                profiles.rollback_profile(keys, system, "speaker", other, value)
         except REFUSED:
             assert rows() == before
             assert scope_fingerprint(keys.user_key, keys.scope_key) == own
             return tried(outcomes, "refused")
         tried(outcomes, "accepted")
         if operation in ("update", "replace"):  # a legal value: stored as given
-            data, _ = ops.get_profile(keys, "speaker", other if operation == "update" else "u1")
+            data, _ = profiles.get_profile(keys, "speaker", other if operation == "update" else "u1")
             assert data["name"] == value.strip()
 
     check()
@@ -284,7 +286,7 @@ def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 10**6
     _, secret = tokens.create_token("bot a", ["bot-a"], Actor.system("tests"))
     client = Client()
-    ops.remember(keys, system, "Alice lives in Paris", sender_id="u1")
+    remember(keys, system, "Alice lives in Paris", sender_id="u1")
     statuses: Counter[int] = Counter()
 
     @hypothesis_settings(max_examples=120, **PROPERTY)
@@ -387,12 +389,12 @@ def test_it_keeps_stored_text_exactly_and_filters_it_literally(keys, system):
     """SQL, wildcards and operators inside legal strings are data: stored as is, matched exactly."""
     texts = ["'; DROP TABLE memory_episode; --", "%", "_", "$ne", '{"$gt": ""}', "a\\b"]
     for text in texts:
-        ops.remember(
+        episodes.remember(
             keys, system, f"content {text}", tags=[text], sender_id=text, timestamp=datetime(2025, 1, 1, tzinfo=UTC)
         )
     for text in texts:
-        by_tag = ops.list_episodes(keys, tag=text).episodes
-        by_sender = ops.list_episodes(keys, sender_id=text).episodes
+        by_tag = episodes.list_episodes(keys, tag=text).episodes
+        by_sender = episodes.list_episodes(keys, sender_id=text).episodes
         assert [e.content for e in by_tag] == [f"content {text}"], text
         assert [e.content for e in by_sender] == [f"content {text}"], text
     assert Episode.objects.count() == len(texts)
@@ -400,19 +402,19 @@ def test_it_keeps_stored_text_exactly_and_filters_it_literally(keys, system):
 
 SURROGATE = "\ud800"
 SURROGATE_CALLS = {
-    "remember content": lambda k, a: ops.remember(k, a, f"x{SURROGATE}"),
-    "remember tag": lambda k, a: ops.remember(k, a, "x", tags=[SURROGATE]),
-    "remember sender_id": lambda k, a: ops.remember(k, a, "x", sender_id=SURROGATE),
-    "remember sender_name": lambda k, a: ops.remember(k, a, "x", sender_name=SURROGATE),
-    "recall query": lambda k, a: ops.recall(k, SURROGATE),
-    "recall sender_id": lambda k, a: ops.recall(k, "x", sender_id=SURROGATE),
-    "list tag": lambda k, a: ops.list_episodes(k, tag=SURROGATE),
-    "profile name": lambda k, a: ops.update_profile(k, a, "session", name=SURROGATE),
-    "profile notes": lambda k, a: ops.update_profile(k, a, "session", notes=SURROGATE),
-    "profile trait": lambda k, a: ops.update_profile(k, a, "session", add_traits=[SURROGATE]),
-    "profile speaker": lambda k, a: ops.update_profile(k, a, "speaker", SURROGATE, name="x"),
-    "inject query": lambda k, a: ops.record_injection(k, a, SURROGATE),
-    "inject query_id": lambda k, a: ops.record_injection(k, a, "x", query_id=SURROGATE),
+    "remember content": lambda k, a: episodes.remember(k, a, f"x{SURROGATE}"),
+    "remember tag": lambda k, a: episodes.remember(k, a, "x", tags=[SURROGATE]),
+    "remember sender_id": lambda k, a: episodes.remember(k, a, "x", sender_id=SURROGATE),
+    "remember sender_name": lambda k, a: episodes.remember(k, a, "x", sender_name=SURROGATE),
+    "recall query": lambda k, a: retrieval.recall(k, SURROGATE),
+    "recall sender_id": lambda k, a: retrieval.recall(k, "x", sender_id=SURROGATE),
+    "list tag": lambda k, a: episodes.list_episodes(k, tag=SURROGATE),
+    "profile name": lambda k, a: profiles.update_profile(k, a, "session", name=SURROGATE),
+    "profile notes": lambda k, a: profiles.update_profile(k, a, "session", notes=SURROGATE),
+    "profile trait": lambda k, a: profiles.update_profile(k, a, "session", add_traits=[SURROGATE]),
+    "profile speaker": lambda k, a: profiles.update_profile(k, a, "speaker", SURROGATE, name="x"),
+    "inject query": lambda k, a: injection.record_injection(k, a, SURROGATE),
+    "inject query_id": lambda k, a: injection.record_injection(k, a, "x", query_id=SURROGATE),
 }
 
 

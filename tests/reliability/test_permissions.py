@@ -19,12 +19,11 @@ from typing import Any
 
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
-from django.contrib.auth.models import Group, User
+from django.contrib.auth.models import Group, Permission, User
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from memconsole.memory import operations as ops
-from memconsole.memory import tokens
+from memconsole.memory import episodes, injection, profiles, tokens
 from memconsole.memory.models import AuditEntry, BotGrant, BotToken, Scope
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
 from memconsole.memory.scopes import derive_scope
@@ -204,6 +203,8 @@ IMPORT_POST = row("import/", "post", "/import/", LOGIN, LOGIN, 403, 403, 403, 20
 OTHER_ROWS = [
     row("healthz", "get", "/healthz", 200, 200, 200, 200, 200, 200),
     row("readyz", "get", "/readyz", 200, 200, 200, 200, 200, 200),
+    # Prometheus; with no MEMCONSOLE_METRICS_TOKEN nor MEMCONSOLE_METRICS_ALLOW it does not exist.
+    row("metrics", "get", "/metrics", 404, 404, 404, 404, 404, 404),
     row("accounts/login/", "get", "/accounts/login/", 200, 200, 200, 200, 200, 200),
     # An empty form: shown again with errors (and no failed login counted against the rate limit).
     row(
@@ -243,6 +244,7 @@ API_ROWS = [
     api_row("api/v1/inject", "post", "/api/v1/inject", 200, {**SCOPE_BODY, "query": "tea"}),
     api_row("api/v1/forget", "post", "/api/v1/forget", 200, {**SCOPE_BODY, "episode_id": "{forget}"}),
     api_row("api/v1/openapi.json", "get", "/api/v1/openapi.json", None, open_=True, status=200),
+    api_row("api/v1/docs", "get", "/api/v1/docs", None, open_=True, status=200),
     api_row("api/v1/^.*$", "get", "/api/v1/nothing/here", None, open_=True, status=404),
     api_row("^api(/|$)", "post", "/api/v2/remember", None, open_=True, status=404),
 ]
@@ -261,6 +263,20 @@ ADMIN_MODELS = {
     "memory/scope": ("{scope}", 200, 403, 200, 403, 200),  # read-only
     "memory/auditentry": ("{audit}", 403, 403, 403, 403, 403),  # superusers only (payloads stay in the console)
 }
+
+
+def user_form(username: str, *, staff: bool) -> dict[str, Any]:
+    """The Django admin's user change form, asking for every privilege there is."""
+    return {
+        "username": username,
+        "is_active": "on",
+        **({"is_staff": "on"} if staff else {}),
+        "is_superuser": "on",
+        "groups": ["{admin_group}"],
+        "user_permissions": ["{permission}"],
+        "date_joined_0": "2025-01-01",
+        "date_joined_1": "00:00:00",
+    }
 
 
 def admin_rows() -> list[Row]:
@@ -282,6 +298,19 @@ def admin_rows() -> list[Row]:
         staff_only("admin/^(?P<app_label>auth|axes|memory)/$", "get", "/admin/memory/", 200),
         staff_only("admin/(?P<url>.*)$", "get", "/admin/no/such/page/", 404),
         staff_only("admin/auth/user/<id>/password/", "get", "/admin/auth/user/{user}/password/", 200),
+        # A console admin is no superuser: a superuser's account is view-only for it (no password, no
+        # delete), and saving its own account leaves its privileges as they were (ESCALATION below).
+        staff_only("admin/auth/user/<id>/password/", "get", "/admin/auth/user/{superuser}/password/", 403),
+        staff_only("admin/auth/user/<path:object_id>/change/", "get", "/admin/auth/user/{superuser}/change/", 200),
+        staff_only("admin/auth/user/<path:object_id>/change/", "post", "/admin/auth/user/{superuser}/change/", 403),
+        staff_only("admin/auth/user/<path:object_id>/delete/", "get", "/admin/auth/user/{superuser}/delete/", 403),
+        staff_only(
+            "admin/auth/user/<path:object_id>/change/",
+            "post",
+            "/admin/auth/user/{admin}/change/",
+            REDIRECT,
+            data=user_form("m-admin", staff=True),
+        ),
     ]
     for model, (obj, changelist, add, history, delete, change) in ADMIN_MODELS.items():
         base = f"admin/{model}/"
@@ -322,17 +351,18 @@ def make_user(name: str, role: str | None, *, staff: bool = False, bots: tuple[s
 def world(db, system, settings):
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 10**6
     keys = derive_scope("bot-a", "group_100", "session")
-    episode = ops.remember(keys, system, "Alice likes green tea", sender_id="u1").episode
-    forget = ops.remember(keys, system, "to be forgotten", sender_id="u1").episode
-    ops.update_profile(keys, system, "session", name="Tea club")
-    snapshot = ops.record_injection(keys, system, "tea", sender_id="u1").snapshot
-    ops.remember(derive_scope("bot-b", "group_200", "session"), system, "bot b's own memory")
+    episode = episodes.remember(keys, system, "Alice likes green tea", sender_id="u1").episode
+    forget = episodes.remember(keys, system, "to be forgotten", sender_id="u1").episode
+    profiles.update_profile(keys, system, "session", name="Tea club")
+    snapshot = injection.record_injection(keys, system, "tea", sender_id="u1").snapshot
+    episodes.remember(derive_scope("bot-b", "group_200", "session"), system, "bot b's own memory")
     users = {
         "viewer": make_user("m-viewer", VIEWER),
         "ungranted": make_user("m-ungranted", OPERATOR, bots=("bot-b",)),
         "operator": make_user("m-operator", OPERATOR),
         "admin": make_user("m-admin", ADMIN, staff=True),
     }
+    superuser = User.objects.create_superuser("m-superuser", password=PASSWORD)
     own, own_secret = tokens.create_token("bot a", ["bot-a"], system)
     _, other_secret = tokens.create_token("bot b", ["bot-b"], system)
     seen = {"user_agent": "tests", "http_accept": "*/*", "path_info": "/accounts/login/"}
@@ -346,6 +376,10 @@ def world(db, system, settings):
         "snapshot": snapshot.snapshot_id,
         "group": Group.objects.get(name=VIEWER).pk,
         "user": users["viewer"].pk,
+        "admin": users["admin"].pk,
+        "superuser": superuser.pk,
+        "admin_group": Group.objects.get(name=ADMIN).pk,
+        "permission": Permission.objects.get(codename="view_auditentry").pk,
         "token": own.pk,
         "grant": BotGrant.objects.get().pk,
         "audit": AuditEntry.objects.order_by("seq").first().pk,
@@ -418,6 +452,58 @@ def test_it_answers_every_cell_of_the_matrix_as_expected(world):
     assert mismatches == [], "\n".join(mismatches)
     record_figure("permissions", "matrix_cells", cells)
     record_figure("permissions", "matrix_rows", len(ALL_ROWS))
+
+
+# --- privilege escalation in the Django admin ---------------------------------------------------
+
+
+def privileges(user: User) -> tuple:
+    user.refresh_from_db()
+    return (
+        user.is_superuser,
+        user.is_staff,
+        sorted(user.groups.values_list("name", flat=True)),
+        sorted(user.user_permissions.values_list("codename", flat=True)),
+    )
+
+
+def test_it_lets_no_console_admin_raise_anyones_privileges(world):
+    """A staff user in the admin group saves its own account and a viewer's asking for superuser, staff,
+    the admin role and a permission: the saves go through (302) and change none of those. A superuser's
+    account is not its to change, re-password or delete. A superuser can still grant all of it."""
+    users, values = world["users"], world["values"]
+    admin_client, _ = client_for("admin", world)
+    before = {name: privileges(users[name]) for name in ("admin", "viewer")}
+    for name, username, staff in (("admin", "m-admin", True), ("viewer", "m-viewer", False)):
+        form = fill(user_form(username, staff=staff), values)
+        response = admin_client.post(f"/admin/auth/user/{users[name].pk}/change/", form)
+        assert response.status_code == 302, (name, response.content[:2000])
+    assert {name: privileges(users[name]) for name in before} == before
+    assert not users["admin"].is_superuser and users["viewer"].groups.get().name == VIEWER
+
+    superuser = User.objects.get(pk=values["superuser"])
+    password = superuser.password
+    refused = {
+        "change": admin_client.post(
+            f"/admin/auth/user/{superuser.pk}/change/", fill(user_form("m-renamed", staff=False), values)
+        ),
+        "password": admin_client.post(
+            f"/admin/auth/user/{superuser.pk}/password/", {"password1": "x-Takeover-9", "password2": "x-Takeover-9"}
+        ),
+        "delete": admin_client.post(f"/admin/auth/user/{superuser.pk}/delete/", {"post": "yes"}),
+    }
+    assert {what: response.status_code for what, response in refused.items()} == dict.fromkeys(refused, 403)
+    admin_client.post(
+        "/admin/auth/user/", {"action": "delete_selected", "_selected_action": [superuser.pk], "post": "yes"}
+    )
+    superuser.refresh_from_db()
+    assert (superuser.username, superuser.password, superuser.is_superuser) == ("m-superuser", password, True)
+
+    root = Client()
+    root.force_login(superuser)
+    form = fill(user_form("m-viewer", staff=True), values)
+    assert root.post(f"/admin/auth/user/{users['viewer'].pk}/change/", form).status_code == 302
+    assert privileges(users["viewer"]) == (True, True, [ADMIN], ["view_auditentry"])
 
 
 # --- CSRF ---------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from django import template
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 
-from memconsole.memory.models import STATUS_ACTIVE, STATUSES
+from memconsole.memory.models import Status
 
 register = template.Library()
 
@@ -26,17 +26,17 @@ def timestamp(value: datetime | None) -> str:
 
 
 def status_label(status: str) -> str:
-    labels = {"active": _("Active"), "archived": _("Archived"), "superseded": _("Superseded")}
-    return labels.get(status, labels[STATUS_ACTIVE])
+    """The translated label; a stored value outside `Status` reads as active."""
+    return str(Status(status).label if status in Status.values else Status.ACTIVE.label)
 
 
 @register.simple_tag
 def status_pill(status: str) -> str:
-    status = status if status in STATUSES else STATUS_ACTIVE
+    status = status if status in Status.values else Status.ACTIVE
     return format_html('<span class="pill pill-{}">{}</span>', status, status_label(status))
 
 
-# The ranking's factors in its order (DESIGN.md §4): two scores, then multipliers shown as "×1.16".
+# The ranking's factors in its order (docs/design.md §4): two scores, then multipliers shown as "×1.16".
 BREAKDOWN_ORDER = ("similarity", "recency", "importance", "speaker", "update", "exact")
 BREAKDOWN_SCORES = frozenset({"similarity", "recency"})
 

@@ -18,15 +18,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memconsole.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
 from django.db import transaction  # noqa: E402
 
-from memconsole.memory import audit  # noqa: E402
-from memconsole.memory import operations as ops  # noqa: E402
+from memconsole.memory import audit, counters  # noqa: E402
 from memconsole.memory.audit import Actor  # noqa: E402
+from memconsole.memory.episodes import remember  # noqa: E402
 from memconsole.memory.models import Episode, InjectionSnapshot, Profile, ProfileVersion  # noqa: E402
 from memconsole.memory.reindex import reindex  # noqa: E402
 from memconsole.memory.scopes import derive_scope, register_scope  # noqa: E402
@@ -53,7 +53,7 @@ def plain_rows(keys, count: int, start: int, encrypted_content: bool = True) -> 
             episode.content_stored, episode.encrypted = f"seeded episode {i}: ünïcödé 内容", False
         rows.append(episode)
     Episode.objects.bulk_create(rows, batch_size=500)
-    ops.recount(keys.user_key)
+    counters.recount(keys.user_key)
 
 
 def seed_reindex(plain: int) -> dict:
@@ -62,11 +62,11 @@ def seed_reindex(plain: int) -> dict:
         register_scope(keys)
     for n, keys in enumerate(scopes):
         plain_rows(keys, plain // len(scopes), n * plain)
-    indexed = [ops.remember(scopes[0], SYSTEM, f"indexed fact number {i}", tags=["indexed"]).episode for i in range(12)]
+    indexed = [remember(scopes[0], SYSTEM, f"indexed fact number {i}", tags=["indexed"]).episode for i in range(12)]
     # Drift: stale metadata (status changed behind the index's back) and orphans (rows gone).
     Episode.objects.filter(pk__in=[e.pk for e in indexed[:4]]).update(status="archived", importance=5)
     Episode.objects.filter(pk__in=[e.pk for e in indexed[4:7]]).delete()
-    ops.recount(scopes[0].user_key)
+    counters.recount(scopes[0].user_key)
     return {"episodes": Episode.objects.count()}
 
 
@@ -76,7 +76,7 @@ def seed_rotation(episodes: int, plain: int) -> dict:
     plain_rows(keys, episodes, 0)
     plain_rows(keys, plain, episodes, encrypted_content=False)
     for i in range(8):
-        ops.remember(keys, SYSTEM, f"an indexed memory {i} about the trip to Beijing", tags=["travel"], sender_id="u1")
+        remember(keys, SYSTEM, f"an indexed memory {i} about the trip to Beijing", tags=["travel"], sender_id="u1")
     for i in range(30):
         data = {"name": f"speaker {i}", "traits": ["kind"], "preferences": [], "notes": ""}
         profile = Profile(scope_key=keys.scope_key, type="speaker", sender_id=f"s{i}", version=1)
@@ -100,7 +100,7 @@ def seed_rotation(episodes: int, plain: int) -> dict:
             audit.append(
                 "remember", SYSTEM, scope_key=keys.scope_key, user_key=keys.user_key, summary=f"seeded entry {i}"
             )
-    ops.recount(keys.user_key)
+    counters.recount(keys.user_key)
     report = reindex(check_only=False)  # every row indexed: the rotation scenario starts without drift
     return {"episodes": Episode.objects.count(), "indexed": report.reembedded}
 

@@ -20,12 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memconsole.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
 from memconsole.lib import embeddings, vectors  # noqa: E402
-from memconsole.memory import operations as ops  # noqa: E402
+from memconsole.memory import episodes, profiles  # noqa: E402
 from memconsole.memory.audit import Actor  # noqa: E402
 from memconsole.memory.scopes import derive_scope  # noqa: E402
 
@@ -66,7 +66,7 @@ def main() -> None:
         operation = rng.choice(choices)
         try:
             if operation == "remember":
-                result = ops.remember(
+                result = episodes.remember(
                     keys,
                     actor,
                     f"writer {index} remembers fact {number}: {rng.random():.6f}",
@@ -77,20 +77,20 @@ def main() -> None:
                 created.append(result.episode.episode_id)
             elif operation == "archive":
                 target = rng.choice(active)
-                ops.archive(keys, actor, [target])
+                episodes.archive(keys, actor, [target])
                 status[target] = "archived"
             elif operation == "restore":
                 target = rng.choice(archived)
-                ops.restore(keys, actor, [target])
+                episodes.restore(keys, actor, [target])
                 status[target] = "active"
             elif operation == "delete":
                 target = rng.choice(active)
-                ops.delete(keys, actor, [target])
+                episodes.delete(keys, actor, [target])
                 del status[target]
                 deleted.append(target)
             elif operation == "speaker":
                 trait = f"w{index}-{number}"
-                row = ops.update_profile(
+                row = profiles.update_profile(
                     keys,
                     actor,
                     "speaker",
@@ -101,7 +101,7 @@ def main() -> None:
                 last_trait = trait
                 speaker_acks.append(row.version)
             else:
-                row = ops.update_profile(keys, actor, "session", notes=f"writer {index} at operation {number}")
+                row = profiles.update_profile(keys, actor, "session", notes=f"writer {index} at operation {number}")
                 session_acks.append(row.version)
             counts[operation] = counts.get(operation, 0) + 1
         except Exception as exc:  # reported, and the test fails on any

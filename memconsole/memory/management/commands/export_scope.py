@@ -102,7 +102,7 @@ class Command(BaseCommand):
                     if written - reported >= 1 << 20:
                         reported = written
                         self.stderr.write(f"\rexporting: {written / (1 << 20):.1f} MiB", ending="")
-            os.replace(temp, target)
+            Path(temp).replace(target)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise

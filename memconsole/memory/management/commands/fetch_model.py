@@ -5,9 +5,10 @@ import tarfile
 import tempfile
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.lib.embeddings import file_sha256, find_model_files
 
@@ -37,11 +38,11 @@ class Command(BaseCommand):
         "Download chromadb's all-MiniLM-L6-v2 ONNX archive, verify its sha256 and install it into MEMCONSOLE_MODEL_DIR."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--from-file", help="install from an archive already on disk instead of downloading")
         parser.add_argument("--url", default=MODEL_URL, help="where to download the archive from")
 
-    def handle(self, *args, from_file: str | None = None, url: str = MODEL_URL, **options) -> None:
+    def handle(self, *args: Any, from_file: str | None = None, url: str = MODEL_URL, **options: Any) -> None:
         target = Path(settings.MEMCONSOLE_MODEL_DIR)
         if find_model_files(target):
             self.stdout.write(f"A model is already installed in {target}; nothing to do.")

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -13,7 +14,7 @@ from memconsole.memory.models import Episode
 class Command(BaseCommand):
     help = "What `make run` does before serving: load demo data and create an admin account on the first start."
 
-    def handle(self, *args, **options) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         marker = settings.VAR_DIR / "first-start-done"
         User = get_user_model()
         if not marker.exists() and not Episode.objects.exists():

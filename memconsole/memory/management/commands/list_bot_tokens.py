@@ -18,17 +18,17 @@ class Command(BaseCommand):
         if active:
             rows = rows.filter(revoked_at__isnull=True)
         lines = [("PREFIX", "NAME", "BOTS", "CREATED", "LAST USED", "STATE")]
-        for token in rows:
-            lines.append(
-                (
-                    token.prefix,
-                    token.name,
-                    ",".join(token.bot_uuids),
-                    f"{token.created_at:%Y-%m-%d %H:%M}",
-                    f"{token.last_used_at:%Y-%m-%d %H:%M}" if token.last_used_at else "never",
-                    "active" if token.is_active else f"revoked {token.revoked_at:%Y-%m-%d %H:%M}",
-                )
+        lines.extend(
+            (
+                token.prefix,
+                token.name,
+                ",".join(token.bot_uuids),
+                f"{token.created_at:%Y-%m-%d %H:%M}",
+                f"{token.last_used_at:%Y-%m-%d %H:%M}" if token.last_used_at else "never",
+                "active" if token.is_active else f"revoked {token.revoked_at:%Y-%m-%d %H:%M}",
             )
+            for token in rows
+        )
         widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
         for line in lines:
             self.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(line, widths, strict=True)).rstrip())

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory.demo import DemoNotEmpty, load_demo
 
@@ -8,10 +10,10 @@ from memconsole.memory.demo import DemoNotEmpty, load_demo
 class Command(BaseCommand):
     help = "Load a demo workspace (3 bots, ~15 sessions, ~3,000 episodes, profiles, snapshots). Refuses a non-empty database unless --force."
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--force", action="store_true", help="add the demo data even if memory already exists")
 
-    def handle(self, *args, force: bool = False, **options) -> None:
+    def handle(self, *args: Any, force: bool = False, **options: Any) -> None:
         try:
             totals = load_demo(force=force, progress=lambda line: self.stderr.write(f"  {line}"))
         except DemoNotEmpty as exc:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory import health
 from memconsole.memory.audit import Actor
@@ -14,11 +15,11 @@ class Command(BaseCommand):
         "Exit code: 0 OK, 1 WARN, 2 ERROR, for cron and monitoring."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--json", action="store_true", dest="as_json", help="print the result as JSON")
         parser.add_argument("--no-store", action="store_true", help="do not keep the result (it is still audited)")
 
-    def handle(self, *args, as_json: bool = False, no_store: bool = False, **options) -> None:
+    def handle(self, *args: Any, as_json: bool = False, no_store: bool = False, **options: Any) -> None:
         result = health.run_health_check(Actor.system("manage.py memory_health"), store=not no_store)
         if as_json:
             self.stdout.write(json.dumps(result, indent=2, ensure_ascii=False))

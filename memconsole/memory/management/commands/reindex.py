@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from memconsole.lib import vectors
+from memconsole.memory.errors import Unavailable
 from memconsole.memory.reindex import reindex
 
 
@@ -15,10 +16,10 @@ class Command(BaseCommand):
         "model. With --check, only report (exit 1 when there is drift)."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--check", action="store_true", help="report drift without changing anything")
 
-    def handle(self, *args, check: bool = False, **options) -> None:
+    def handle(self, *args: Any, check: bool = False, **options: Any) -> None:
         last = [0.0]
 
         def progress(stage: str, done: int, total: int) -> None:
@@ -29,7 +30,7 @@ class Command(BaseCommand):
 
         try:
             report = reindex(check_only=check, progress=progress)
-        except vectors.VectorIndexError as exc:
+        except Unavailable as exc:
             raise CommandError(f"reindex failed: {exc}") from exc
         self.stdout.write(("reindex --check: " if check else "reindex: ") + report.summary())
         if report.errors:

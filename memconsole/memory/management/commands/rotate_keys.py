@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ImproperlyConfigured
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory.audit import Actor
 from memconsole.memory.rotation import rotate_keys
@@ -14,10 +16,10 @@ class Command(BaseCommand):
         "interrupted, run it again. When it reports no unreadable rows, older keys can be removed from the setting."
     )
 
-    def add_arguments(self, parser) -> None:
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", type=int, default=500, help="rows per transaction (default 500)")
 
-    def handle(self, *args, batch: int = 500, **options) -> None:
+    def handle(self, *args: Any, batch: int = 500, **options: Any) -> None:
         if batch < 1:
             raise CommandError("--batch must be at least 1")
 

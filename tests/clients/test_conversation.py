@@ -1,4 +1,4 @@
-"""End to end: a bot plays a conversation through memconsole.client against a live server.
+"""End to end: a bot plays a conversation through the memconsole_client package against a live server.
 
 Two group chats and one private chat, three speakers (Alice and Bob in English, 陈伟 in Chinese), a
 correction that supersedes an earlier fact; recall and inject are checked at each step.
@@ -6,9 +6,13 @@ correction that supersedes an earlier fact; recall and inject are checked at eac
 
 from __future__ import annotations
 
-import pytest
+import time
+from datetime import datetime
 
-from memconsole.client import MemconsoleError, MemoryClient
+import pytest
+from django.utils import timezone
+from memconsole_client import MemconsoleError, MemoryClient, Retry
+
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.models import AuditEntry, InjectionSnapshot
@@ -130,9 +134,7 @@ def test_it_raises_clear_errors_from_the_client(bot, live_server):
         MemoryClient(live_server.url, "mct_nope", "bot-a", "group_100").recall("anything")
     assert unauthorized.value.status == 401
     with pytest.raises(ValueError, match="time zone"):
-        from datetime import datetime
-
-        hiking.remember("naive", timestamp=datetime(2025, 1, 1))
+        hiking.remember("naive", timestamp=datetime(2025, 1, 1))  # noqa: DTZ001  # naive on purpose
     with pytest.raises(MemconsoleError) as unreachable:
         MemoryClient("http://127.0.0.1:9", "t", "bot-a", "g", timeout=2).recall("x")
     assert (unreachable.value.status, unreachable.value.code) == (0, "unreachable")
@@ -140,12 +142,9 @@ def test_it_raises_clear_errors_from_the_client(bot, live_server):
 
 def test_it_reports_the_rate_limit_with_retry_after(bot, settings):
     _, hiking = bot
+    hiking.retry = Retry.never()  # by default the client waits out a short Retry-After (see test_retries.py)
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 1
-    from django.utils import timezone
-
     if timezone.now().second >= 57:
-        import time
-
         time.sleep(4)
     hiking.get_profile()
     with pytest.raises(MemconsoleError) as limited:

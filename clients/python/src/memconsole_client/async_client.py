@@ -1,0 +1,183 @@
+"""`AsyncMemoryClient`: `MemoryClient` for asyncio (and trio) programs, on `httpx.AsyncClient`."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from types import TracebackType
+from typing import Any, cast
+
+import anyio
+import httpx
+
+from . import calls
+from .transport import USER_AGENT, Call, Retry, api_url, decode, transport_error
+from .types import Episode, Injection, Profile, RememberResult
+
+__all__ = ["AsyncMemoryClient"]
+
+
+class AsyncMemoryClient:
+    """`MemoryClient` with awaitable calls: the same arguments, answers, errors and retries.
+
+    Use it as `async with AsyncMemoryClient(...) as memory:`, or call `await memory.aclose()`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        bot_uuid: str,
+        session_name: str,
+        isolation: str = "session",
+        timeout: float = 10.0,
+        *,
+        retry: Retry | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.base_url = api_url(base_url)
+        self.token = token
+        self.bot_uuid = bot_uuid
+        self.session_name = session_name
+        self.isolation = isolation
+        self.timeout = timeout
+        self.retry = retry if retry is not None else Retry()
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT})
+
+    @property
+    def http_client(self) -> httpx.AsyncClient:
+        """The httpx client (and its connection pool) this client sends through."""
+        return self._http
+
+    def for_session(self, session_name: str, isolation: str | None = None) -> AsyncMemoryClient:
+        """The same bot and token, another chat (sharing this client's connections)."""
+        return AsyncMemoryClient(
+            self.base_url,
+            self.token,
+            self.bot_uuid,
+            session_name,
+            isolation or self.isolation,
+            self.timeout,
+            retry=self.retry,
+            http_client=self._http,
+        )
+
+    async def aclose(self) -> None:
+        """Close the connection pool (unless it was passed in as `http_client`)."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncMemoryClient:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    async def remember(
+        self,
+        content: str,
+        *,
+        sender_id: str = "",
+        sender_name: str = "",
+        tags: list[str] | None = None,
+        importance: int = 2,
+        timestamp: datetime | str | None = None,
+    ) -> RememberResult:
+        """Store an episode; returns {episode_id, status, superseded: [ids], indexed}."""
+        call = calls.remember(
+            content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            tags=tags,
+            importance=importance,
+            timestamp_=timestamp,
+        )
+        return cast(RememberResult, await self._send(call))
+
+    async def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        sender_id: str | None = None,
+        importance_min: int | None = None,
+        time_after: datetime | str | None = None,
+        time_before: datetime | str | None = None,
+        tags: list[str] | None = None,
+        statuses: list[str] | None = None,
+    ) -> list[Episode]:
+        """The best matching episodes, each with score and breakdown."""
+        call = calls.recall(
+            query,
+            top_k=top_k,
+            sender_id=sender_id,
+            importance_min=importance_min,
+            time_after=time_after,
+            time_before=time_before,
+            tags=tags,
+            statuses=statuses,
+        )
+        return cast("list[Episode]", (await self._send(call))["episodes"])
+
+    async def get_profile(self, type: str = "session", sender_id: str = "") -> Profile:
+        """A session profile, or a speaker's (type="speaker", sender_id=...); empty when none yet."""
+        return cast(Profile, await self._send(calls.get_profile(type, sender_id)))
+
+    async def update_profile(
+        self,
+        type: str = "session",
+        sender_id: str = "",
+        *,
+        name: str | None = None,
+        notes: str | None = None,
+        add_traits: list[str] | None = None,
+        remove_traits: list[str] | None = None,
+        add_preferences: list[str] | None = None,
+        remove_preferences: list[str] | None = None,
+    ) -> Profile:
+        """Change a profile; returns it after the change."""
+        call = calls.update_profile(
+            type,
+            sender_id,
+            name=name,
+            notes=notes,
+            add_traits=add_traits,
+            remove_traits=remove_traits,
+            add_preferences=add_preferences,
+            remove_preferences=remove_preferences,
+        )
+        return cast(Profile, await self._send(call))
+
+    async def forget(self, episode_id: str) -> bool:
+        """Delete one episode of this chat's memory."""
+        return bool((await self._send(calls.forget(episode_id)))["deleted"])
+
+    async def inject(
+        self, query: str, *, sender_id: str = "", sender_name: str = "", query_id: str = "", top_k: int = 3
+    ) -> Injection:
+        """Memory for a prompt: {context, system_blocks, snapshot_id}; recorded as a snapshot."""
+        call = calls.inject(query, sender_id=sender_id, sender_name=sender_name, query_id=query_id, top_k=top_k)
+        return cast(Injection, await self._send(call))
+
+    # --- transport ------------------------------------------------------------------------------
+
+    def _scope(self) -> dict[str, str]:
+        return {"bot_uuid": self.bot_uuid, "session_name": self.session_name, "isolation": self.isolation}
+
+    async def _send(self, call: Call) -> Any:
+        retries, waited = 0, 0.0
+        while True:
+            request = call.request(self._http, self.base_url, self.token, self._scope())
+            try:
+                response = await self._http.send(request)
+            except httpx.TransportError as exc:
+                raise transport_error(self.base_url, exc) from None
+            delay = self.retry.delay(response, retries, waited)
+            if delay is None:
+                return decode(response)
+            await anyio.sleep(delay)
+            retries, waited = retries + 1, waited + delay

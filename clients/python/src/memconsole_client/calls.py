@@ -1,0 +1,103 @@
+"""The request each client method sends: one builder per API endpoint (docs/api.md), shared by
+`MemoryClient` and `AsyncMemoryClient` so that the two cannot drift apart."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from .transport import Call, timestamp
+
+__all__ = ["forget", "get_profile", "inject", "recall", "remember", "update_profile"]
+
+
+def remember(
+    content: str,
+    *,
+    sender_id: str,
+    sender_name: str,
+    tags: list[str] | None,
+    importance: int,
+    timestamp_: datetime | str | None,
+) -> Call:
+    return Call(
+        "POST",
+        "remember",
+        {
+            "content": content,
+            "sender_id": sender_id,
+            "sender_name": sender_name,
+            "tags": tags or [],
+            "importance": importance,
+            "timestamp": timestamp(timestamp_),
+        },
+    )
+
+
+def recall(
+    query: str,
+    *,
+    top_k: int,
+    sender_id: str | None,
+    importance_min: int | None,
+    time_after: datetime | str | None,
+    time_before: datetime | str | None,
+    tags: list[str] | None,
+    statuses: list[str] | None,
+) -> Call:
+    return Call(
+        "POST",
+        "recall",
+        {
+            "query": query,
+            "top_k": top_k,
+            "sender_id": sender_id,
+            "importance_min": importance_min,
+            "time_after": timestamp(time_after),
+            "time_before": timestamp(time_before),
+            "tags": tags,
+            "statuses": statuses,
+        },
+    )
+
+
+def get_profile(type: str, sender_id: str) -> Call:
+    return Call("GET", "profile", {"type": type, "sender_id": sender_id} if sender_id else {"type": type})
+
+
+def update_profile(
+    type: str,
+    sender_id: str,
+    *,
+    name: str | None,
+    notes: str | None,
+    add_traits: list[str] | None,
+    remove_traits: list[str] | None,
+    add_preferences: list[str] | None,
+    remove_preferences: list[str] | None,
+) -> Call:
+    changes = {key: value for key, value in {"name": name, "notes": notes}.items() if value is not None}
+    return Call(
+        "POST",
+        "profile",
+        {
+            "type": type,
+            "sender_id": sender_id,
+            "set": changes,
+            "add_traits": add_traits,
+            "remove_traits": remove_traits,
+            "add_preferences": add_preferences,
+            "remove_preferences": remove_preferences,
+        },
+    )
+
+
+def forget(episode_id: str) -> Call:
+    return Call("POST", "forget", {"episode_id": episode_id})
+
+
+def inject(query: str, *, sender_id: str, sender_name: str, query_id: str, top_k: int) -> Call:
+    return Call(
+        "POST",
+        "inject",
+        {"query": query, "query_id": query_id, "sender_id": sender_id, "sender_name": sender_name, "top_k": top_k},
+    )

@@ -1,0 +1,185 @@
+"""`MemoryClient`: the memory of one chat through one bot token, over a pooled httpx connection."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from types import TracebackType
+from typing import Any, cast
+
+import httpx
+
+from . import calls
+from .transport import USER_AGENT, Call, Retry, api_url, decode, transport_error
+from .types import Episode, Injection, Profile, RememberResult
+
+__all__ = ["MemoryClient"]
+
+
+class MemoryClient:
+    """The memory of one chat (bot_uuid + session_name + isolation) through one bot token.
+
+    Calls share one pool of keep-alive connections (also with the clients `for_session` makes);
+    close it with `close()` or use the client as a context manager. A 429 or 503 is retried after
+    the server's Retry-After within `retry`'s budget (`Retry.never()` turns that off).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        bot_uuid: str,
+        session_name: str,
+        isolation: str = "session",
+        timeout: float = 10.0,
+        *,
+        retry: Retry | None = None,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self.base_url = api_url(base_url)
+        self.token = token
+        self.bot_uuid = bot_uuid
+        self.session_name = session_name
+        self.isolation = isolation
+        self.timeout = timeout
+        self.retry = retry if retry is not None else Retry()
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(timeout=timeout, headers={"User-Agent": USER_AGENT})
+
+    @property
+    def http_client(self) -> httpx.Client:
+        """The httpx client (and its connection pool) this client sends through."""
+        return self._http
+
+    def for_session(self, session_name: str, isolation: str | None = None) -> MemoryClient:
+        """The same bot and token, another chat (sharing this client's connections)."""
+        return MemoryClient(
+            self.base_url,
+            self.token,
+            self.bot_uuid,
+            session_name,
+            isolation or self.isolation,
+            self.timeout,
+            retry=self.retry,
+            http_client=self._http,
+        )
+
+    def close(self) -> None:
+        """Close the connection pool (unless it was passed in as `http_client`)."""
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> MemoryClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- calls ----------------------------------------------------------------------------------
+
+    def remember(
+        self,
+        content: str,
+        *,
+        sender_id: str = "",
+        sender_name: str = "",
+        tags: list[str] | None = None,
+        importance: int = 2,
+        timestamp: datetime | str | None = None,
+    ) -> RememberResult:
+        """Store an episode; returns {episode_id, status, superseded: [ids], indexed}."""
+        call = calls.remember(
+            content,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            tags=tags,
+            importance=importance,
+            timestamp_=timestamp,
+        )
+        return cast(RememberResult, self._send(call))
+
+    def recall(
+        self,
+        query: str,
+        *,
+        top_k: int = 5,
+        sender_id: str | None = None,
+        importance_min: int | None = None,
+        time_after: datetime | str | None = None,
+        time_before: datetime | str | None = None,
+        tags: list[str] | None = None,
+        statuses: list[str] | None = None,
+    ) -> list[Episode]:
+        """The best matching episodes, each with score and breakdown."""
+        call = calls.recall(
+            query,
+            top_k=top_k,
+            sender_id=sender_id,
+            importance_min=importance_min,
+            time_after=time_after,
+            time_before=time_before,
+            tags=tags,
+            statuses=statuses,
+        )
+        return cast("list[Episode]", self._send(call)["episodes"])
+
+    def get_profile(self, type: str = "session", sender_id: str = "") -> Profile:
+        """A session profile, or a speaker's (type="speaker", sender_id=...); empty when none yet."""
+        return cast(Profile, self._send(calls.get_profile(type, sender_id)))
+
+    def update_profile(
+        self,
+        type: str = "session",
+        sender_id: str = "",
+        *,
+        name: str | None = None,
+        notes: str | None = None,
+        add_traits: list[str] | None = None,
+        remove_traits: list[str] | None = None,
+        add_preferences: list[str] | None = None,
+        remove_preferences: list[str] | None = None,
+    ) -> Profile:
+        """Change a profile; returns it after the change."""
+        call = calls.update_profile(
+            type,
+            sender_id,
+            name=name,
+            notes=notes,
+            add_traits=add_traits,
+            remove_traits=remove_traits,
+            add_preferences=add_preferences,
+            remove_preferences=remove_preferences,
+        )
+        return cast(Profile, self._send(call))
+
+    def forget(self, episode_id: str) -> bool:
+        """Delete one episode of this chat's memory."""
+        return bool(self._send(calls.forget(episode_id))["deleted"])
+
+    def inject(
+        self, query: str, *, sender_id: str = "", sender_name: str = "", query_id: str = "", top_k: int = 3
+    ) -> Injection:
+        """Memory for a prompt: {context, system_blocks, snapshot_id}; recorded as a snapshot."""
+        call = calls.inject(query, sender_id=sender_id, sender_name=sender_name, query_id=query_id, top_k=top_k)
+        return cast(Injection, self._send(call))
+
+    # --- transport ------------------------------------------------------------------------------
+
+    def _scope(self) -> dict[str, str]:
+        return {"bot_uuid": self.bot_uuid, "session_name": self.session_name, "isolation": self.isolation}
+
+    def _send(self, call: Call) -> Any:
+        retries, waited = 0, 0.0
+        while True:
+            request = call.request(self._http, self.base_url, self.token, self._scope())
+            try:
+                response = self._http.send(request)
+            except httpx.TransportError as exc:
+                raise transport_error(self.base_url, exc) from None
+            delay = self.retry.delay(response, retries, waited)
+            if delay is None:
+                return decode(response)
+            time.sleep(delay)
+            retries, waited = retries + 1, waited + delay

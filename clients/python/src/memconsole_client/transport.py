@@ -1,0 +1,137 @@
+"""What the sync and async clients share: the requests each call sends, the retry policy, and how an
+answer becomes a result or a `MemconsoleError`. Nothing here does I/O."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from .errors import MemconsoleError
+
+__all__ = [
+    "API_PREFIX",
+    "USER_AGENT",
+    "Call",
+    "Retry",
+    "api_url",
+    "decode",
+    "retry_after",
+    "timestamp",
+    "transport_error",
+]
+
+API_PREFIX = "/api/v1"
+USER_AGENT = "memconsole-client/0.1"
+
+
+def api_url(base_url: str) -> str:
+    """The API root for a server URL: "https://memory.example.org" -> ".../api/v1"."""
+    url = base_url.rstrip("/")
+    return url if url.endswith(API_PREFIX) else url + API_PREFIX
+
+
+def timestamp(value: datetime | str | None) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    if value.tzinfo is None:
+        raise ValueError("timestamps must carry a time zone (e.g. datetime.now(timezone.utc))")
+    return value.isoformat()
+
+
+@dataclass(frozen=True)
+class Retry:
+    """When to try a call again: on 429 (rate limited) and 503 (unavailable), after the server's
+    Retry-After (or an exponential backoff when it gives none), at most `attempts` more times and
+    never waiting more than `budget` seconds in all for one call. A wait that would overrun the
+    budget is not started: the error is raised at once, with its `retry_after`."""
+
+    attempts: int = 3
+    budget: float = 20.0
+    backoff: float = 0.5
+    statuses: frozenset[int] = field(default=frozenset({429, 503}))
+
+    @classmethod
+    def never(cls) -> Retry:
+        return cls(attempts=0, budget=0.0)
+
+    def delay(self, response: httpx.Response, retries: int, waited: float) -> float | None:
+        """Seconds to wait before retry number `retries + 1`, or None to give up."""
+        if response.status_code not in self.statuses or retries >= self.attempts:
+            return None
+        wait = retry_after(response)
+        if wait is None:
+            wait = self.backoff * 2**retries
+        if waited + wait > self.budget:
+            return None
+        return float(wait)
+
+
+def retry_after(response: httpx.Response) -> int | None:
+    """The Retry-After header in whole seconds (it may be a number or an HTTP date), or None."""
+    value = response.headers.get("Retry-After", "").strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return int(value)
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0, math.ceil((when - datetime.now(timezone.utc)).total_seconds()))
+
+
+@dataclass(frozen=True)
+class Call:
+    """One API request: `fields` (None values dropped) go to the query string of a GET, else to a JSON body."""
+
+    method: str
+    endpoint: str
+    fields: dict[str, Any]
+
+    def request(
+        self, client: httpx.Client | httpx.AsyncClient, api: str, token: str, scope: dict[str, str]
+    ) -> httpx.Request:
+        """The httpx request for this call (built by the pooled client, so its defaults apply)."""
+        fields = {**scope, **{key: value for key, value in self.fields.items() if value is not None}}
+        headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+        url = f"{api}/{self.endpoint}"
+        if self.method == "GET":
+            return client.build_request("GET", url, params=fields, headers=headers)
+        body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+        return client.build_request(self.method, url, content=body, headers=headers)
+
+
+def decode(response: httpx.Response) -> Any:
+    """The JSON answer of a successful call; a `MemconsoleError` for an error status or a non-JSON answer."""
+    if response.is_success:
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise MemconsoleError(
+                0, "bad_response", f"the server answered with something other than JSON: {exc}"
+            ) from None
+    wait = retry_after(response)
+    try:
+        error = response.json()["error"]
+        return_error = MemconsoleError(response.status_code, error["code"], error["message"], error.get("field"), wait)
+    except (ValueError, KeyError, TypeError):
+        text = response.text.strip()[:200]
+        return_error = MemconsoleError(
+            response.status_code, "http_error", text or response.reason_phrase or "HTTP error", None, wait
+        )
+    raise return_error
+
+
+def transport_error(base_url: str, exc: httpx.TransportError) -> MemconsoleError:
+    """The error for a call that never got an answer (refused, timed out, cut off)."""
+    kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+    return MemconsoleError(0, "unreachable", f"cannot reach {base_url} ({kind}): {exc or type(exc).__name__}")

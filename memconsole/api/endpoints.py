@@ -1,0 +1,118 @@
+"""Bot-facing endpoints under /api/v1/ (docs/api.md): each checks its scope and calls one domain operation."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from django.http import HttpRequest
+from ninja import Router
+from ninja.responses import Status
+
+from memconsole.memory import episodes, injection, profiles, retrieval
+from memconsole.memory.models import PROFILE_SESSION
+from memconsole.memory.models import Profile as ProfileRow
+
+from .auth import actor_for, scope_for
+from .parser import JsonBody, StrictQuery
+from .schemas import (
+    ForgetRequest,
+    ForgetResponse,
+    InjectRequest,
+    InjectResponse,
+    Profile,
+    ProfileQuery,
+    ProfileUpdateRequest,
+    RecallRequest,
+    RecallResponse,
+    RememberRequest,
+    RememberResponse,
+)
+
+router = Router()
+
+
+@router.post("remember", response={201: RememberResponse}, summary="Store one episode")
+def remember(request: HttpRequest, payload: Annotated[RememberRequest, JsonBody(...)]) -> Status[dict[str, Any]]:
+    keys = scope_for(request, *payload.scope())
+    result = episodes.remember(
+        keys, actor_for(request), payload.content, **payload.operation_fields(exclude={"content"})
+    )
+    episode = result.episode
+    return Status(
+        201,
+        {
+            "episode_id": episode.episode_id,
+            "status": episode.status,
+            "superseded": result.superseded,
+            "indexed": result.indexed,
+        },
+    )
+
+
+@router.post("recall", response=RecallResponse, summary="Semantic search within the scope")
+def recall(request: HttpRequest, payload: Annotated[RecallRequest, JsonBody(...)]) -> dict[str, Any]:
+    keys = scope_for(request, *payload.scope())
+    fields = payload.operation_fields(exclude={"query"})
+    hits = retrieval.recall(keys, payload.query, actor=actor_for(request), **fields)
+    return {"episodes": [hit.as_dict() for hit in hits]}
+
+
+def _profile(profile_type: str, sender_id: str, data: dict[str, Any], row: ProfileRow | None) -> dict[str, Any]:
+    return {
+        "type": profile_type,
+        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
+        "name": data.get("name", ""),
+        "traits": data.get("traits", []),
+        "preferences": data.get("preferences", []),
+        "notes": data.get("notes", ""),
+        "version": row.version if row else 0,
+        "updated_at": row.updated_at.isoformat() if row else None,
+    }
+
+
+@router.get(
+    "profile",
+    response=Profile,
+    summary="Read a session or speaker profile (empty fields when there is none yet)",
+    url_name="profile",
+)
+def get_profile(request: HttpRequest, params: Annotated[ProfileQuery, StrictQuery(...)]) -> dict[str, Any]:
+    keys = scope_for(request, *params.scope())
+    profile_type, sender_id = params.type or PROFILE_SESSION, params.sender_id or ""
+    data, row = profiles.get_profile(keys, profile_type, sender_id)
+    return _profile(profile_type, sender_id, data, row)
+
+
+@router.post(
+    "profile",
+    response=Profile,
+    summary="Change a profile (each change keeps the previous version)",
+    url_name="profile_update",
+)
+def update_profile(request: HttpRequest, payload: Annotated[ProfileUpdateRequest, JsonBody(...)]) -> dict[str, Any]:
+    keys = scope_for(request, *payload.scope())
+    profile_type, sender_id = payload.type or PROFILE_SESSION, payload.sender_id or ""
+    changes = payload.changes.model_dump(exclude_none=True) if payload.changes else {}
+    lists = payload.operation_fields(exclude={"type", "sender_id", "changes"})
+    row = profiles.update_profile(keys, actor_for(request), profile_type, sender_id, **changes, **lists)
+    return _profile(profile_type, sender_id, row.payload, row)
+
+
+@router.post("forget", response=ForgetResponse, summary="Delete one episode of this scope")
+def forget(request: HttpRequest, payload: Annotated[ForgetRequest, JsonBody(...)]) -> dict[str, Any]:
+    keys = scope_for(request, *payload.scope())
+    episode = episodes.get_episode(keys, payload.episode_id)  # NotFound (404) outside this scope
+    episodes.delete(keys, actor_for(request), [episode.episode_id])
+    return {"deleted": True}
+
+
+@router.post(
+    "inject",
+    response=InjectResponse,
+    summary="Build the memory for a prompt and record it as an injection snapshot",
+)
+def inject(request: HttpRequest, payload: Annotated[InjectRequest, JsonBody(...)]) -> dict[str, Any]:
+    keys = scope_for(request, *payload.scope())
+    fields = payload.operation_fields(exclude={"query"})
+    made = injection.record_injection(keys, actor_for(request), payload.query, **fields)
+    return {"context": made.context, "system_blocks": made.system_blocks, "snapshot_id": made.snapshot.snapshot_id}

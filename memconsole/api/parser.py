@@ -1,0 +1,185 @@
+"""How a request becomes input: body limits, strict JSON, and the schema check in the API's order.
+
+`StrictJSONParser` is ninja's parser for the API: the size limit is checked before the body is read,
+JSON is parsed strictly (no NaN or Infinity, no number out of range, no nesting deeper than
+MAX_DEPTH) and no string may hold a lone surrogate (400) or a NUL (422). `JsonBody` and
+`StrictQuery` are ninja's Body and Query with that parser's errors kept as they are (ninja's own
+Body reads the whole body first and turns every parser error into one message) and with the order
+of answers the API has always had: wrong types and unknown fields (400) before the scope (a
+malformed one is 422, another bot's is 403), and the scope before any other rule (422).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pydantic
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, UnreadablePostError
+from django.utils.datastructures import MultiValueDict
+from ninja import NinjaAPI
+from ninja.params.models import BodyModel, QueryModel
+from ninja.params.models import Param as NinjaParam
+from ninja.parser import Parser
+
+from .auth import scope_for
+from .errors import ApiError, refusal
+
+MAX_DEPTH = 16
+SCOPE_FIELDS = ("bot_uuid", "session_name", "isolation")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ApiError(400, "malformed_json", f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ApiError(400, "malformed_json", f"the number {text[:40]} is out of range")
+    return number
+
+
+def check_tree(data: Any) -> None:
+    """Refuse deep nesting and strings that are not text (lone surrogates) or carry NUL."""
+    stack: list[tuple[Any, int, str | None]] = [(data, 1, None)]
+    while stack:
+        value, depth, top = stack.pop()
+        if depth > MAX_DEPTH:
+            raise ApiError(400, "invalid_body", f"JSON nested deeper than {MAX_DEPTH} levels", top)
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ApiError(400, "invalid_body", "a string holds an invalid unicode escape", top) from None
+            if "\x00" in value:
+                raise ApiError(422, "invalid", "a string contains a NUL character", top)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                stack.append((key, depth + 1, top or key))
+                stack.append((item, depth + 1, top or key))
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1, top) for item in value)
+
+
+def _chunked(request: HttpRequest) -> bool:
+    """A body sent with Transfer-Encoding: chunked, which the server has already de-chunked.
+
+    Such a request has no Content-Length, so Django's `request.body` reads nothing from it; the
+    WSGI server then marks its input as ending where the body ends (`wsgi.input_terminated`).
+    """
+    return (
+        "CONTENT_LENGTH" not in request.META
+        and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+        and bool(request.META.get("wsgi.input_terminated"))
+    )
+
+
+def _read_chunked(request: HttpRequest, limit: int) -> bytes:
+    """A chunked body up to one byte over `limit` (enough to refuse it without reading all of it)."""
+    try:
+        data: bytes = request.META["wsgi.input"].read(limit + 1)
+    except Exception as exc:  # the server's own error for broken chunks (gunicorn: InvalidChunkSize, ...)
+        raise UnreadablePostError(str(exc)) from exc
+    return data
+
+
+def _body(request: HttpRequest) -> bytes:
+    limit = settings.MEMCONSOLE_API_MAX_BODY_BYTES
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        raise ApiError(400, "bad_request", "Content-Length is not a number") from None
+    if declared > limit:
+        raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes")
+    try:
+        body = _read_chunked(request, limit) if _chunked(request) else request.body
+    except RequestDataTooBig:  # Django's own cap (DATA_UPLOAD_MAX_MEMORY_SIZE) when it is the lower one
+        raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes") from None
+    except UnreadablePostError:
+        raise ApiError(400, "bad_request", "the body could not be read (connection closed?)") from None
+    if len(body) > limit:
+        raise ApiError(413, "payload_too_large", f"the body is over {limit} bytes")
+    return body
+
+
+class StrictJSONParser(Parser):
+    def parse_body(self, request: HttpRequest) -> dict[str, Any]:
+        """The request body as a JSON object, after the size limit and strict parsing."""
+        try:
+            text = _body(request).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ApiError(400, "malformed_json", "the body is not UTF-8") from None
+        if not text.strip():
+            raise ApiError(400, "malformed_json", "the body is empty; send a JSON object")
+        try:
+            data = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        except ApiError:
+            raise
+        except RecursionError:
+            raise ApiError(400, "invalid_body", f"JSON nested deeper than {MAX_DEPTH} levels") from None
+        except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
+            raise ApiError(400, "malformed_json", f"malformed JSON: {exc}"[:300]) from None
+        if not isinstance(data, dict):
+            raise ApiError(400, "invalid_body", "the body must be a JSON object")
+        check_tree(data)
+        return data
+
+    def parse_querydict(
+        self, data: MultiValueDict[str, Any], list_fields: list[str], request: HttpRequest
+    ) -> dict[str, Any]:
+        """Query-string parameters (the last value wins) under the same checks as a body."""
+        params = {key: data.get(key) for key in data}
+        check_tree(params)
+        return params
+
+
+def _validate(model: type[pydantic.BaseModel], request: HttpRequest, raw: dict[str, Any], data: Any) -> Any:
+    try:
+        return model.model_validate(data, context={"request": request})
+    except pydantic.ValidationError as exc:
+        error = refusal(exc, depth=1)  # the first part of each location is the view's parameter
+        if error.status == 422 and error.field not in SCOPE_FIELDS:
+            scope_for(request, *(raw.get(name) for name in SCOPE_FIELDS))  # 422 or 403 first, as before
+        raise error from None
+
+
+class StrictBodyModel(BodyModel):
+    @classmethod
+    def resolve(cls, request: HttpRequest, api: NinjaAPI, path_params: dict[str, Any]) -> Any:
+        raw = api.parser.parse_body(request)
+        return _validate(cls, request, raw, {cls.__read_from_single_attr__: raw})
+
+
+class StrictQueryModel(QueryModel):
+    @classmethod
+    def resolve(cls, request: HttpRequest, api: NinjaAPI, path_params: dict[str, Any]) -> Any:
+        raw = api.parser.parse_querydict(request.GET, [], request)
+        known = getattr(cls, "__ninja_flatten_map__", {})
+        unknown = sorted(set(raw) - set(known))
+        if unknown:
+            raise ApiError(400, "unknown_field", f"unknown field {unknown[0]!r}"[:200], unknown[0][:200])
+        return _validate(cls, request, raw, cls._map_data_paths(raw))
+
+
+class JsonBody(NinjaParam):  # type: ignore[misc]
+    """ninja's Body, read by StrictJSONParser: `payload: Annotated[Schema, JsonBody(...)]`."""
+
+    _model = StrictBodyModel
+
+    @classmethod
+    def _param_source(cls) -> str:
+        return "body"
+
+
+class StrictQuery(NinjaParam):  # type: ignore[misc]
+    """ninja's Query, refusing unknown parameters: `params: Annotated[Schema, StrictQuery(...)]`."""
+
+    _model = StrictQueryModel
+
+    @classmethod
+    def _param_source(cls) -> str:
+        return "query"

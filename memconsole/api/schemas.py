@@ -1,0 +1,332 @@
+"""Request and response shapes of the bot API; the OpenAPI document is generated from them.
+
+Limits come from the domain's one place for limits (memory/validation.py), so the document, the
+API and the domain say the same. A request schema refuses, in errors.py's words, a wrong type or an
+unknown field (400) and a value breaking a rule (422); the domain then checks its own rules again.
+A null reads as absent, so that the operation's default applies.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    Strict,
+    WithJsonSchema,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from memconsole.memory import validation
+from memconsole.memory.models import ISOLATION_BOT, ISOLATION_SESSION, PROFILE_SESSION, PROFILE_SPEAKER, STATUSES
+from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME
+
+_ISO_DATETIME = re.compile(
+    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([Zz]|[+-]\d{2}:?\d{2}(:\d{2})?)?", re.ASCII
+)
+DATETIME_SCHEMA = {
+    "type": "string",
+    "format": "date-time",
+    "description": "ISO-8601 with a time zone ('Z' or an offset)",
+}
+EPISODE_ID_PATTERN = f"^{validation.EPISODE_ID_CHARS}$"
+NON_BLANK: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}  # what `_not_blank` keeps, in JSON Schema words
+StatusName = Literal[STATUSES]  # type: ignore[valid-type]  # Literal["active", "archived", "superseded"]
+
+# --- value types ----------------------------------------------------------------------------------
+
+
+def _string(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise PydanticCustomError("invalid_type", "must be a string")
+    return value
+
+
+def _whole_number(value: Any) -> int:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("invalid_type", "must be a whole number")
+    return value
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("invalid", "must not be empty")
+    return value
+
+
+def _no_comma(value: str) -> str:
+    if "," in value:
+        raise PydanticCustomError("invalid", "a tag may not contain a comma")
+    return value
+
+
+def _within_content_limit(value: str) -> str:
+    limit = validation.max_content_chars()
+    if len(value) > limit:
+        raise PydanticCustomError("string_too_long", "is longer than {limit} characters", {"limit": limit})
+    return value
+
+
+def _content_schema(schema: dict[str, Any]) -> None:
+    schema.update(NON_BLANK, maxLength=validation.max_content_chars())  # a setting: read for each document
+
+
+def _datetime(value: Any) -> datetime:
+    """An ISO-8601 date-time with a time zone, in UTC: a wrong shape is a wrong type, a naive one a rule."""
+    if not isinstance(value, str):
+        raise PydanticCustomError("invalid_type", "must be an ISO-8601 date-time string")
+    if not _ISO_DATETIME.fullmatch(value):
+        raise PydanticCustomError("invalid_type", "must be an ISO-8601 date-time, e.g. 2025-01-31T09:30:00Z")
+    try:
+        parsed = datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
+    except ValueError as exc:
+        raise PydanticCustomError("invalid_type", "is not a valid date-time: {reason}", {"reason": str(exc)}) from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise PydanticCustomError("invalid", "must carry a time zone ('Z' or an offset such as +08:00)")
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise PydanticCustomError("invalid", "is out of range") from None
+
+
+Text = Annotated[str, Strict()]
+Query = Annotated[
+    Text, Field(max_length=validation.MAX_QUERY_CHARS, json_schema_extra=NON_BLANK), AfterValidator(_not_blank)
+]
+Sender = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS)]
+Tag = Annotated[Text, Field(max_length=validation.MAX_TAG_CHARS, pattern="^[^,]*$"), AfterValidator(_no_comma)]
+Tags = Annotated[list[Tag], Field(max_length=validation.MAX_TAGS)]
+Item = Annotated[
+    Text, Field(max_length=validation.MAX_ITEM_CHARS, json_schema_extra=NON_BLANK), AfterValidator(_not_blank)
+]
+# The bounds go before the validator, on the integer itself, so that the JSON Schema carries them.
+Importance = Annotated[int, Field(ge=1, le=5), BeforeValidator(_whole_number)]
+TopK = Annotated[int, Field(ge=1, le=validation.TOP_K_MAX), BeforeValidator(_whole_number)]
+DateTime = Annotated[datetime, PlainValidator(_datetime), WithJsonSchema(DATETIME_SCHEMA)]
+# models.ISOLATION_SESSION, ISOLATION_BOT ("" reads as session) and models.PROFILE_SESSION, PROFILE_SPEAKER:
+IsolationName = Literal["session", "bot", ""]
+ProfileTypeName = Literal["session", "speaker"]
+Isolation = Annotated[IsolationName, BeforeValidator(_string)]
+ProfileType = Annotated[ProfileTypeName, BeforeValidator(_string)]
+Statuses = Annotated[list[Annotated[StatusName, BeforeValidator(_string)]], Field(min_length=1)]
+
+assert get_args(IsolationName)[:2] == (ISOLATION_SESSION, ISOLATION_BOT)
+assert get_args(ProfileTypeName) == (PROFILE_SESSION, PROFILE_SPEAKER)
+
+# --- requests -------------------------------------------------------------------------------------
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_reads_as_absent(cls, data: Any) -> Any:
+        return {key: value for key, value in data.items() if value is not None} if isinstance(data, dict) else data
+
+
+class ScopedRequest(Request):
+    bot_uuid: Annotated[Text, Field(min_length=1, max_length=MAX_BOT_UUID, description="must be a bot the token holds")]
+    session_name: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=MAX_SESSION_NAME,
+            description="{launcher_type}_{launcher_id}, e.g. group_123 or person_42",
+        ),
+    ]
+    isolation: Isolation | None = Field(
+        "session",
+        description="session: this chat's memory; bot: shared by every chat of the bot ('' = session)",
+    )
+
+    def scope(self) -> tuple[str, str, str]:
+        return self.bot_uuid, self.session_name, self.isolation or ISOLATION_SESSION
+
+    def operation_fields(self, *, exclude: set[str] | None = None) -> dict[str, Any]:
+        """The fields an operation takes as keywords: what the request gave, scope and `exclude` left out."""
+        left_out = {"bot_uuid", "session_name", "isolation", *(exclude or ())}
+        return self.model_dump(exclude=left_out, exclude_none=True)
+
+
+class RememberRequest(ScopedRequest):
+    content: Annotated[
+        Text,
+        Field(json_schema_extra=_content_schema),
+        AfterValidator(_not_blank),
+        AfterValidator(_within_content_limit),
+    ]
+    tags: Tags | None = Field(
+        None,
+        description=f"at most {validation.MAX_TAGS} items, repeats included; correction, fact-update or "
+        "clarification supersede similar active episodes",
+    )
+    importance: Importance | None = 2
+    sender_id: Sender | None = None
+    sender_name: Sender | None = None
+    timestamp: DateTime | None = Field(None, description="event time; now when absent")
+
+
+class RecallRequest(ScopedRequest):
+    query: Query
+    top_k: TopK | None = 5
+    sender_id: Sender | None = None
+    importance_min: Importance | None = None
+    time_after: DateTime | None = None
+    time_before: DateTime | None = None
+    tags: Tags | None = Field(None, description="keep episodes carrying any of these tags")
+    statuses: Statuses | None = Field([STATUSES[0]], description="the statuses to search; active when absent")
+
+
+class ProfileQuery(ScopedRequest):
+    type: ProfileType | None = "session"
+    sender_id: Sender | None = Field(None, description="required for a speaker profile")
+
+
+class ProfileChanges(Request):
+    name: Annotated[Text, Field(max_length=validation.MAX_PROFILE_NAME)] | None = None
+    notes: Annotated[Text, Field(max_length=validation.MAX_NOTES)] | None = None
+
+
+class ProfileUpdateRequest(ProfileQuery):
+    changes: ProfileChanges | None = Field(None, alias="set")
+    add_traits: Annotated[list[Item], Field(max_length=validation.MAX_TRAITS)] | None = Field(
+        None, description=f"a profile holds at most {validation.MAX_TRAITS} traits"
+    )
+    remove_traits: Annotated[list[Item], Field(max_length=validation.MAX_TRAITS)] | None = None
+    add_preferences: Annotated[list[Item], Field(max_length=validation.MAX_PREFERENCES)] | None = Field(
+        None, description=f"a profile holds at most {validation.MAX_PREFERENCES} preferences"
+    )
+    remove_preferences: Annotated[list[Item], Field(max_length=validation.MAX_PREFERENCES)] | None = None
+
+
+class ForgetRequest(ScopedRequest):
+    episode_id: Annotated[
+        Text,
+        Field(
+            description="an id that /remember or /recall returned (12 hex digits); any other value names no "
+            "episode of this scope and is answered 404, like an id of another scope"
+        ),
+    ]
+
+
+class InjectRequest(ScopedRequest):
+    query: Query
+    query_id: Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)] | None = None
+    sender_id: Sender | None = None
+    sender_name: Sender | None = None
+    top_k: TopK | None = 3
+
+
+# --- responses ------------------------------------------------------------------------------------
+
+EpisodeId = Annotated[str, Field(pattern=EPISODE_ID_PATTERN)]
+Timestamp = Annotated[str, WithJsonSchema(DATETIME_SCHEMA)]
+NonNegative = Annotated[float, Field(ge=0)]
+
+
+class ErrorDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: str = Field(
+        description="malformed_json, invalid_body, invalid_type, unknown_field, bad_request (400); "
+        "unauthorized (401); forbidden (403); not_found (404); method_not_allowed (405); "
+        "payload_too_large (413); invalid (422); rate_limited (429); unavailable (503)"
+    )
+    message: str
+    field: str = Field("", description="the offending input, where there is one")
+
+
+class Error(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    error: ErrorDetail
+
+
+class Breakdown(BaseModel):
+    """score = product of these, clamped to [0, 1] (docs/design.md §4)"""
+
+    similarity: float
+    recency: NonNegative
+    importance: NonNegative
+    speaker: NonNegative
+    update: NonNegative
+    exact: NonNegative
+
+
+class Episode(BaseModel):
+    episode_id: EpisodeId
+    content: str
+    score: Annotated[float, Field(ge=0, le=1)]
+    breakdown: Breakdown
+    tags: list[str]
+    importance: Annotated[int, Field(ge=1, le=5)]
+    timestamp: Timestamp | None
+    sender_id: str
+    sender_name: str
+    status: StatusName
+
+
+class RememberResponse(BaseModel):
+    episode_id: EpisodeId
+    status: StatusName
+    superseded: list[EpisodeId]
+    indexed: bool = Field(
+        description="false: stored, but not searchable until the index takes it (`manage.py reindex`)"
+    )
+
+
+class RecallResponse(BaseModel):
+    episodes: list[Episode]
+
+
+class ProfileData(BaseModel):
+    name: str
+    traits: Annotated[list[str], Field(max_length=validation.MAX_TRAITS)]
+    preferences: Annotated[list[str], Field(max_length=validation.MAX_PREFERENCES)]
+    notes: Annotated[str, Field(max_length=validation.MAX_NOTES)]
+
+
+class Profile(BaseModel):
+    type: ProfileTypeName
+    sender_id: str = Field(description="'' for the session profile")
+    name: str
+    traits: Annotated[list[str], Field(max_length=validation.MAX_TRAITS)]
+    preferences: Annotated[list[str], Field(max_length=validation.MAX_PREFERENCES)]
+    notes: Annotated[str, Field(max_length=validation.MAX_NOTES)]
+    version: int = Field(ge=0, description="0 until the first change")
+    updated_at: Timestamp | None
+
+
+class ForgetResponse(BaseModel):
+    deleted: Literal[True]
+
+
+class Speaker(BaseModel):
+    id: str
+    name: str
+
+
+class InjectContext(BaseModel):
+    """LangBot's _ltm_context shape"""
+
+    speaker: Speaker
+    session_profile: ProfileData
+    speaker_profile: ProfileData
+    episodes: list[Episode]
+
+
+class InjectResponse(BaseModel):
+    context: InjectContext
+    system_blocks: list[str]
+    snapshot_id: Annotated[str, Field(pattern="^[0-9a-f]{32}$")]

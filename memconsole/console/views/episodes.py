@@ -1,0 +1,175 @@
+"""The Episodes tab: the list with its filters, semantic search, one episode, and row actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import get_language
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
+
+from memconsole.memory import queries, roles
+from memconsole.memory.episodes import archive, delete, get_episode, list_episodes, restore
+from memconsole.memory.errors import Unavailable
+from memconsole.memory.errors import ValidationError as MemoryValidationError
+from memconsole.memory.models import Episode, Scope, Status
+from memconsole.memory.retrieval import recall
+from memconsole.memory.scopes import ScopeKeys
+
+from .. import forms
+from ..access import ConsoleRequest, scope_view
+from ..rows import episode_row, episode_table
+from ..screens import next_url, render_screen, scope_context, user_permissions, wants_fragment
+
+CHAIN_LIMIT = 20
+HISTORY_LIMIT = 50
+
+
+def _search_or_list(request: ConsoleRequest, keys: ScopeKeys, form: forms.EpisodeFilterForm) -> dict[str, Any]:
+    data = form.cleaned_data
+    if form.searching:
+        hits = recall(
+            keys,
+            data["q"],
+            top_k=data.get("top_k") or forms.DEFAULT_TOP_K,
+            statuses=form.statuses() or list(Status.values),
+            tags=[data["tag"]] if data.get("tag") else None,
+            actor=request.actor,
+            **form.filters(),
+        )
+        return {"hits": hits}
+    page = list_episodes(
+        keys,
+        cursor=data.get("cursor") or None,
+        limit=data.get("limit") or forms.DEFAULT_PAGE_SIZE,
+        statuses=form.statuses(),
+        tag=data.get("tag") or None,
+        **form.filters(),
+    )
+    return {"page": page}
+
+
+def _results(request: ConsoleRequest, keys: ScopeKeys, form: forms.EpisodeFilterForm) -> tuple[dict[str, Any], int]:
+    """The hits or the page, with the status; bad filters go on the form (400), and a search the
+    index cannot answer keeps the page and its filters, with the reason (503)."""
+    try:
+        return _search_or_list(request, keys, form), 200
+    except MemoryValidationError as exc:
+        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        return {}, 400
+    except Unavailable as exc:
+        if exc.code != "vector_index":
+            raise
+        return {"index_error": exc.message}, 503
+
+
+def _filters_cache_key(request: ConsoleRequest, scope: Scope, form: forms.EpisodeFilterForm) -> str | None:
+    """What the rendered filter form depends on: the scope, the language and the query without its
+    cursor (so every page of one listing shares it). None when the form shows errors: not cached."""
+    if form.errors:
+        return None
+    query = request.GET.copy()
+    query.pop("cursor", None)
+    return f"{scope.pk}|{get_language()}|{query.urlencode()}"
+
+
+@require_GET
+@scope_view()
+def episodes(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    query = request.GET.copy()
+    # So that the page-size and number-of-results fields show what is used.
+    query.setdefault("limit", str(forms.DEFAULT_PAGE_SIZE))
+    query.setdefault("top_k", str(forms.DEFAULT_TOP_K))
+    form = forms.EpisodeFilterForm(query)
+    results, status = _results(request, keys, form) if form.is_valid() else ({}, 400)
+    context = scope_context(request, scope, keys, "episodes", form=form, bulk=forms.BulkActionForm(), **results)
+    page = results.get("page")
+    context.update(episode_table(scope.pk, context, page.episodes if page else (), results.get("hits") or ()))
+    context["filters_cache_key"] = _filters_cache_key(request, scope, form)
+    return render_screen(request, "console/episode_list.html", "console/_episode_list.html", context, status)
+
+
+@require_GET
+@scope_view()
+def speaker_options(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    """The speaker picker's <option>s, fetched when the picker is first focused rather than with
+    every Episodes page (hundreds of speakers would cost the page more than its 25 rows)."""
+    return render(request, "console/_speaker_options.html", {"speakers": queries.known_speakers(keys)})
+
+
+@require_GET
+@scope_view()
+def episode_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    episode = get_episode(keys, episode_id)
+    context = scope_context(
+        request,
+        scope,
+        keys,
+        "episodes",
+        episode=episode,
+        newer=queries.newer_versions(keys, episode, CHAIN_LIMIT),
+        replaces=queries.replaced_episodes(keys, episode, CHAIN_LIMIT),
+        history=queries.episode_history(keys, episode.episode_id, HISTORY_LIMIT),
+    )
+    return render_screen(request, "console/episode_detail.html", "console/_episode_detail.html", context)
+
+
+def _row_response(request: ConsoleRequest, scope: Scope, episode: Episode, message: str) -> HttpResponse:
+    """The re-rendered row for htmx (and an event for the counters), else back to the list."""
+    if wants_fragment(request):
+        response = HttpResponse(episode_row(scope.pk, user_permissions(request.user), episode, flash=message))
+        return trigger_client_event(response, "episodeCountsChanged")
+    messages.success(request, message)
+    return redirect(next_url(request, reverse("console:episodes", args=[scope.pk])))
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def episode_archive(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    episode = get_episode(keys, episode_id)
+    archive(keys, request.actor, [episode.episode_id])
+    episode = get_episode(keys, episode_id)  # as it is now
+    return _row_response(request, scope, episode, _("Episode %(id)s is archived.") % {"id": episode.episode_id})
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def episode_restore(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    episode = get_episode(keys, episode_id)
+    restore(keys, request.actor, [episode.episode_id])
+    episode = get_episode(keys, episode_id)  # as it is now
+    return _row_response(request, scope, episode, _("Episode %(id)s is active again.") % {"id": episode.episode_id})
+
+
+def _confirm_delete(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode: Episode) -> HttpResponse:
+    """Without JavaScript, a page asks before deleting (htmx asks with hx-confirm)."""
+    back = next_url(request, reverse("console:episodes", args=[scope.pk]))
+    context = scope_context(request, scope, keys, "episodes", episode=episode, next=back)
+    return render_screen(
+        request, "console/episode_confirm_delete.html", "console/_episode_confirm_delete.html", context
+    )
+
+
+@require_POST
+@scope_view(roles.DELETE)
+def episode_delete(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
+    """Deletes after a confirmation, then goes back where the user was (not to the deleted episode)."""
+    episode = get_episode(keys, episode_id)
+    if request.POST.get("confirmed") != "1":
+        return _confirm_delete(request, scope, keys, episode)
+    delete(keys, request.actor, [episode.episode_id])
+    message = _("Episode %(id)s was deleted.") % {"id": episode.episode_id}
+    if wants_fragment(request):
+        response = render(request, "console/_episode_row_deleted.html", {"episode": episode, "flash": message})
+        return trigger_client_event(response, "episodeCountsChanged")
+    messages.success(request, message)
+    episodes_url = reverse("console:episodes", args=[scope.pk])
+    back = next_url(request, episodes_url)
+    if reverse("console:episode_detail", args=[scope.pk, episode.episode_id]) in back:
+        back = episodes_url
+    return redirect(back)

@@ -1,0 +1,192 @@
+"""The Profiles tab: the session profile, speaker profiles, their versions, edits and rollbacks."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.core.exceptions import BadRequest
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import trigger_client_event
+
+from memconsole.memory import queries, roles
+from memconsole.memory.errors import ValidationError as MemoryValidationError
+from memconsole.memory.models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, Scope
+from memconsole.memory.profiles import get_profile, replace_profile, rollback_profile
+from memconsole.memory.scopes import ScopeKeys
+from memconsole.memory.validation import MAX_SENDER_CHARS
+
+from .. import forms
+from ..access import ConsoleRequest, scope_view
+from ..screens import bad_request, render_screen, scope_context, wants_fragment
+
+VERSIONS_PER_PAGE = 20
+SPEAKERS_PER_PAGE = 50
+
+
+@require_GET
+@scope_view()
+def profiles(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    form = forms.PageForm(request.GET)
+    if not form.is_valid():
+        return bad_request(request, str(forms.CURSOR_ERROR))
+    session_profile, session_row = get_profile(keys, PROFILE_SESSION)
+    page = queries.speaker_profile_page(keys, form.cleaned_data.get("cursor"), SPEAKERS_PER_PAGE)
+    context = scope_context(
+        request,
+        scope,
+        keys,
+        "profiles",
+        session_profile=session_profile,
+        session_row=session_row,
+        speaker_profiles=[(row, row.payload) for row in page.items],
+        page=page,
+        speakers=queries.known_speakers(keys),
+    )
+    return render_screen(request, "console/profile_list.html", "console/_speaker_profiles.html", context)
+
+
+def _profile_owner(profile_type: str, sender_id: str) -> tuple[str, str]:
+    """(type, sender_id) named by the URL: 404 for a type that does not exist."""
+    if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
+        raise Http404("No such profile type.")
+    if profile_type == PROFILE_SESSION:
+        return profile_type, ""
+    return profile_type, sender_id.strip()
+
+
+def _diff_lines(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str]]:
+    """A line diff of two profile versions: [(kind, text)] with kind in {'same', 'added', 'removed'}."""
+
+    # Outside the f-strings, where makemessages can find them.
+    name, trait, preference, notes = _("Name"), _("Trait"), _("Preference"), _("Notes")
+
+    def lines(data: dict[str, Any]) -> list[str]:
+        out = [f"{name}: {data.get('name', '')}"]
+        out += [f"{trait}: {item}" for item in data.get("traits", [])]
+        out += [f"{preference}: {item}" for item in data.get("preferences", [])]
+        out += [f"{notes}: {line}" for line in (data.get("notes") or "").splitlines()]
+        return out
+
+    kinds = {" ": "same", "+": "added", "-": "removed"}
+    return [(kinds[line[0]], line[2:]) for line in difflib.ndiff(lines(old), lines(new)) if line[0] in kinds]
+
+
+def _diff(row: Profile, view: forms.VersionDiffForm | None, diff_from: int | None, diff_to: int | None) -> Any:
+    """The diff of two versions (by default the newest against the one before), None when there
+    is only one version or a requested one does not exist (an error on `view`)."""
+    if row.version <= 1:
+        return None
+    diff_to = diff_to or row.version
+    diff_from = diff_from or max(1, diff_to - 1)
+    pair = queries.profile_versions(row, [diff_from, diff_to])
+    if diff_from in pair and diff_to in pair:
+        return {"from": diff_from, "to": diff_to, "lines": _diff_lines(pair[diff_from].payload, pair[diff_to].payload)}
+    if view is not None:
+        view.add_error("diff_from", _("There is no such version of this profile."))
+    return None
+
+
+def _profile_context(
+    request: ConsoleRequest,
+    scope: Scope,
+    keys: ScopeKeys,
+    owner: tuple[str, str],
+    edit_form: forms.ProfileForm | None = None,
+    view: forms.VersionDiffForm | None = None,
+) -> dict[str, Any]:
+    profile_type, sender_id = owner
+    data, row = get_profile(keys, profile_type, sender_id)
+    cursor = diff_from = diff_to = None
+    if view is not None and view.is_valid():
+        cursor, diff_from, diff_to = (view.cleaned_data.get(n) for n in ("cursor", "diff_from", "diff_to"))
+    return scope_context(
+        request,
+        scope,
+        keys,
+        "profiles",
+        profile_type=profile_type,
+        sender_id=sender_id,
+        profile=data,
+        row=row,
+        versions=queries.profile_version_page(row, cursor, VERSIONS_PER_PAGE) if row else None,
+        diff=_diff(row, view, diff_from, diff_to) if row else None,
+        form=edit_form or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id)),
+        view_form=view,
+    )
+
+
+@require_GET
+@scope_view()
+def profile_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    view = forms.VersionDiffForm(request.GET)
+    if not view.is_valid():
+        return bad_request(request, _("The profile address is not valid."))
+    owner = _profile_owner(profile_type, view.cleaned_data["sender"])
+    if owner == (PROFILE_SPEAKER, ""):
+        return redirect("console:profiles", scope_id=scope.pk)
+    context = _profile_context(request, scope, keys, owner, view=view)
+    status = 400 if view.errors else 200
+    return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, status)
+
+
+def _after_change(
+    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, owner: tuple[str, str], message: str
+) -> HttpResponse:
+    """The re-rendered profile panel for htmx (and an event), else back to the profile page."""
+    if wants_fragment(request):
+        context = _profile_context(request, scope, keys, owner)
+        response = render(request, "console/_profile_panel.html", {**context, "flash": message})
+        return trigger_client_event(response, "profileChanged")
+    messages.success(request, message)
+    profile_type, sender_id = owner
+    url = reverse("console:profile_detail", args=[scope.pk, profile_type])
+    return redirect(f"{url}?{urlencode({'sender': sender_id})}" if sender_id else url)
+
+
+def _posted_owner(request: ConsoleRequest, profile_type: str) -> tuple[str, str]:
+    sender_id = request.POST.get("sender_id", "")
+    if len(sender_id) > MAX_SENDER_CHARS:
+        raise Http404("No such profile.")
+    if "\x00" in sender_id:  # no profile can have it; answered before any read that would refuse it
+        raise BadRequest("sender_id contains a NUL character")
+    owner = _profile_owner(profile_type, sender_id)
+    if owner == (PROFILE_SPEAKER, ""):
+        raise Http404("No such profile.")
+    return owner
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def profile_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    owner = _posted_owner(request, profile_type)
+    form = forms.ProfileForm(request.POST)
+    if form.is_valid():
+        try:
+            row = replace_profile(keys, request.actor, *owner, form.profile_data())
+        except MemoryValidationError as exc:
+            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        else:
+            message = _("Profile saved as version %(version)d.") % {"version": row.version}
+            return _after_change(request, scope, keys, owner, message)
+    context = _profile_context(request, scope, keys, owner, edit_form=form)
+    return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 400)
+
+
+@require_POST
+@scope_view(roles.OPERATE)
+def profile_rollback(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
+    owner = _posted_owner(request, profile_type)
+    form = forms.RollbackForm(request.POST)
+    if not form.is_valid():
+        return bad_request(request, _("Choose a version to roll back to."))
+    version = form.cleaned_data["version"]
+    row = rollback_profile(keys, request.actor, *owner, version)
+    message = _("Rolled back to version %(old)d (saved as version %(new)d).") % {"old": version, "new": row.version}
+    return _after_change(request, scope, keys, owner, message)

@@ -1,0 +1,1 @@
+"""The MCP face of memconsole: an MCP server at /mcp (Streamable HTTP) whose tools are memory operations."""

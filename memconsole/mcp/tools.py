@@ -1,0 +1,276 @@
+"""The MCP tools: each one an argument schema, the JSON schema made from it, and a thin call into memory.
+
+A tool takes what the matching JSON API endpoint takes, validated by the API's own request schema
+(memconsole/api/schemas.py: the same types, limits and error codes), and is scoped and audited
+exactly like it: the scope comes from `derive_scope(bot_uuid, session_name, isolation)`, the actor is
+the bot token's (`Actor.for_token`), and a bot the token does not hold is refused. Every failure of a call is a tool
+error (`isError: true`, with the API's `{"error": {"code", "message", "field"}}` as structured
+content) that the model can read and correct, never an HTTP 5xx.
+
+These functions are synchronous (the ORM); `memconsole.mcp.server` runs them on the request's thread.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any
+
+import mcp_types as types
+from django.db import DatabaseError
+from pydantic import BaseModel, ConfigDict, Field, Strict
+from pydantic import ValidationError as ArgumentError
+
+from memconsole.api.errors import refusal
+from memconsole.api.schemas import (
+    ForgetRequest,
+    InjectRequest,
+    ProfileQuery,
+    ProfileUpdateRequest,
+    RecallRequest,
+    RememberRequest,
+    ScopedRequest,
+)
+from memconsole.memory import episodes, injection, profiles, retrieval
+from memconsole.memory.audit import Actor
+from memconsole.memory.errors import NotFound, PermissionDenied, Unavailable, ValidationError
+from memconsole.memory.models import PROFILE_SESSION, Profile, Scope
+from memconsole.memory.scopes import ScopeKeys, derive_scope
+from memconsole.memory.validation import MAX_LIST_LIMIT
+
+log = logging.getLogger("memconsole.mcp")
+
+
+# --- arguments: the JSON API's own request schemas (memconsole/api/schemas.py), and one of the MCP's own
+
+
+class ListSessionsRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    bot_uuid: Annotated[str, Strict()] | None = Field(None, description="only this bot's spaces (one the token holds)")
+    limit: Annotated[int, Strict(), Field(ge=1, le=MAX_LIST_LIMIT)] = Field(
+        50, description="how many spaces at most, the most recently used first"
+    )
+
+
+def scope_for(actor: Actor, request: ScopedRequest) -> ScopeKeys:
+    """The scope a call names, derived as the JSON API derives it (api/auth.py); PermissionDenied for a
+    bot the token does not hold."""
+    bot_uuid, session_name, isolation = request.scope()
+    if not bot_uuid.strip():
+        raise ValidationError("bot_uuid is required", field="bot_uuid")
+    keys = derive_scope(bot_uuid, session_name, isolation)
+    actor.require_bot(keys)
+    return keys
+
+
+# --- calls: each the JSON API endpoint's twin (api/endpoints.py) ---------------------------------
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _remember(actor: Actor, request: RememberRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    result = episodes.remember(keys, actor, request.content, **request.operation_fields(exclude={"content"}))
+    return {
+        "episode_id": result.episode.episode_id,
+        "status": result.episode.status,
+        "superseded": result.superseded,
+        "indexed": result.indexed,
+    }
+
+
+def _recall(actor: Actor, request: RecallRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    hits = retrieval.recall(keys, request.query, actor=actor, **request.operation_fields(exclude={"query"}))
+    return {"episodes": [hit.as_dict() for hit in hits]}
+
+
+def _forget(actor: Actor, request: ForgetRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    episode = episodes.get_episode(keys, request.episode_id)  # NotFound outside this scope
+    episodes.delete(keys, actor, [episode.episode_id])
+    return {"deleted": True}
+
+
+def _profile(profile_type: str, sender_id: str, data: dict[str, Any], row: Profile | None) -> dict[str, Any]:
+    """The JSON API's profile answer."""
+    return {
+        "type": profile_type,
+        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
+        "name": data.get("name", ""),
+        "traits": data.get("traits", []),
+        "preferences": data.get("preferences", []),
+        "notes": data.get("notes", ""),
+        "version": row.version if row else 0,
+        "updated_at": _iso(row.updated_at) if row else None,
+    }
+
+
+def _get_profile(actor: Actor, request: ProfileQuery) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    profile_type, sender_id = request.type or PROFILE_SESSION, request.sender_id or ""
+    data, row = profiles.get_profile(keys, profile_type, sender_id)
+    return _profile(profile_type, sender_id, data, row)
+
+
+def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    profile_type, sender_id = request.type or PROFILE_SESSION, request.sender_id or ""
+    changes = request.changes.model_dump(exclude_none=True) if request.changes else {}
+    lists = request.operation_fields(exclude={"type", "sender_id", "changes"})
+    row = profiles.update_profile(keys, actor, profile_type, sender_id, **changes, **lists)
+    return _profile(profile_type, sender_id, row.payload, row)
+
+
+def _inject(actor: Actor, request: InjectRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    made = injection.record_injection(keys, actor, request.query, **request.operation_fields(exclude={"query"}))
+    return {"context": made.context, "system_blocks": made.system_blocks, "snapshot_id": made.snapshot.snapshot_id}
+
+
+def _list_sessions(actor: Actor, request: ListSessionsRequest) -> dict[str, Any]:
+    bots = sorted(actor.bot_uuids or ())
+    if request.bot_uuid is not None:
+        actor.require_bot(request.bot_uuid.strip())
+        bots = [request.bot_uuid.strip()]
+    rows = Scope.objects.filter(bot_uuid__in=bots).order_by("-last_seen", "-id")[: request.limit]
+    return {
+        "bot_uuids": bots,
+        "sessions": [
+            {
+                "bot_uuid": row.bot_uuid,
+                "session_name": row.session_name,
+                "isolation": row.isolation,
+                "first_seen": _iso(row.first_seen),
+                "last_seen": _iso(row.last_seen),
+            }
+            for row in rows
+        ],
+    }
+
+
+# --- the catalogue ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    arguments: type[BaseModel]
+    call: Callable[[Actor, Any], dict[str, Any]]
+    annotations: types.ToolAnnotations
+
+    def describe(self) -> types.Tool:
+        schema = self.arguments.model_json_schema()
+        schema.pop("title", None)
+        return types.Tool(
+            name=self.name, description=self.description, input_schema=schema, annotations=self.annotations
+        )
+
+
+READ = types.ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+WRITE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+DELETE = types.ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+
+TOOLS: dict[str, Tool] = {
+    tool.name: tool
+    for tool in [
+        Tool(
+            "remember",
+            "Store one episode (a fact, an event, a preference) in a chat's long-term memory. A correction "
+            "('not Paris, Berlin') supersedes the older episode it corrects.",
+            RememberRequest,
+            _remember,
+            WRITE,
+        ),
+        Tool(
+            "recall",
+            "Search a chat's memory: the best matching episodes, each with its score and why it ranked there.",
+            RecallRequest,
+            _recall,
+            READ,
+        ),
+        Tool("forget", "Delete one episode of a chat's memory for good.", ForgetRequest, _forget, DELETE),
+        Tool(
+            "get_profile",
+            "A chat's profile, or one speaker's (type 'speaker' with sender_id): name, traits, preferences, notes.",
+            ProfileQuery,
+            _get_profile,
+            READ,
+        ),
+        Tool(
+            "update_profile",
+            "Change a chat's or a speaker's profile: set {name, notes}, add or remove traits and preferences. "
+            "Every previous version is kept.",
+            ProfileUpdateRequest,
+            _update_profile,
+            WRITE,
+        ),
+        Tool(
+            "inject",
+            "The memory to put into a prompt for this message: the relevant episodes and profiles as ready-made "
+            "system blocks. Each injection is recorded so that an operator can see what the model was told.",
+            InjectRequest,
+            _inject,
+            WRITE,
+        ),
+        Tool(
+            "list_sessions",
+            "The memory spaces (bot, chat, isolation) of the bots this token holds, most recently used first.",
+            ListSessionsRequest,
+            _list_sessions,
+            READ,
+        ),
+    ]
+}
+
+
+def _result(data: dict[str, Any], is_error: bool = False) -> types.CallToolResult:
+    text = json.dumps(data, ensure_ascii=False)
+    return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=data, is_error=is_error)
+
+
+def tool_error(code: str, message: str, field: str | None = None) -> types.CallToolResult:
+    """A failed call as the model sees it: the JSON API's error envelope, flagged isError."""
+    error: dict[str, str] = {"code": code, "message": message}
+    if field:
+        error["field"] = field
+    return _result({"error": error}, is_error=True)
+
+
+def _argument_error(exc: ArgumentError) -> types.CallToolResult:
+    """The JSON API's answer to the same arguments: "unknown_field", "invalid_type" or "invalid", with the field."""
+    error = refusal(exc)
+    return tool_error(error.code, error.message, error.field)
+
+
+def call_tool(actor: Actor, name: str, arguments: dict[str, Any] | None) -> types.CallToolResult:
+    """Run one tool call for `actor`; every failure becomes a tool error (isError), never an exception."""
+    tool = TOOLS[name]
+    try:
+        args = tool.arguments.model_validate(arguments or {})
+    except ArgumentError as exc:
+        return _argument_error(exc)
+    try:
+        return _result(tool.call(actor, args))
+    except ValidationError as exc:
+        return tool_error("invalid", exc.message, exc.field)
+    except PermissionDenied:
+        return tool_error("forbidden", "this token may not use this bot's memory", "bot_uuid")
+    except NotFound as exc:
+        return tool_error("not_found", str(exc) or "not found")
+    except Unavailable as exc:
+        log.exception("%s unavailable during MCP tool %s", exc.code, name)
+        return tool_error("unavailable", f"{exc.message}; retry later")
+    except DatabaseError:
+        log.exception("database error during MCP tool %s", name)
+        return tool_error("unavailable", "the database is busy or unavailable; retry later")
+    except Exception:  # the model gets a tool error, the operator the traceback
+        log.exception("unexpected error during MCP tool %s", name)
+        return tool_error("internal_error", "unexpected server error")

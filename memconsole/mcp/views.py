@@ -1,0 +1,108 @@
+"""/mcp: the MCP endpoint (Streamable HTTP), for bots and assistants holding a bot token.
+
+Authenticated like the JSON API: `Authorization: Bearer <token>`, the same tokens, the same per-token
+rate limit (429 with Retry-After). A refused request answers a JSON-RPC error with the HTTP status;
+everything else is the SDK's answer (memconsole.mcp.server). Only POST: the server is stateless and
+keeps no SSE stream, so a GET answers 405 as the transport allows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from asgiref.sync import async_to_sync
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, UnreadablePostError
+from django.views.decorators.csrf import csrf_exempt
+
+from memconsole.api import ratelimit
+from memconsole.api.auth import bot_for_token
+from memconsole.api.errors import ApiError
+from memconsole.memory.audit import Actor
+from memconsole.memory.models import BotToken
+
+from . import server
+
+log = logging.getLogger("memconsole.mcp")
+
+# JSON-RPC error codes for refusals before the MCP layer (the implementation-defined range).
+UNAUTHORIZED, RATE_LIMITED, REFUSED, INTERNAL_ERROR = -32001, -32002, -32600, -32603
+# Hop-by-hop or Django-computed headers that the SDK's answer must not set on the Django response.
+_SKIPPED_HEADERS = {"content-length", "connection", "transfer-encoding"}
+
+
+class Refused(Exception):
+    """A request refused before the MCP layer: answered with a JSON-RPC error and this HTTP status."""
+
+    def __init__(self, status: int, code: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message, self.headers = status, code, message, headers or {}
+
+    def response(self) -> HttpResponse:
+        body = {"jsonrpc": "2.0", "id": None, "error": {"code": self.code, "message": self.message}}
+        response = HttpResponse(json.dumps(body), status=self.status, content_type="application/json")
+        response["Cache-Control"] = "no-store"
+        for name, value in self.headers.items():
+            response[name] = value
+        return response
+
+
+def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
+    """The request's token and body, after the JSON API's checks in its order: method, token, rate limit,
+    body size (by Content-Length before the body is read, then by what was read)."""
+    if request.method != "POST":
+        raise Refused(405, REFUSED, "use POST (this server keeps no SSE stream)", {"Allow": "POST"})
+    try:
+        token = bot_for_token(request)  # the JSON API's own check (memconsole/api/auth.py)
+    except ApiError as exc:
+        raise Refused(exc.status, UNAUTHORIZED, exc.message, exc.headers) from None
+    wait = ratelimit.hit(token)
+    if wait is not None:
+        limit = settings.MEMCONSOLE_API_RATE_PER_MINUTE
+        message = f"at most {limit} requests a minute per token; retry in {wait} s"
+        raise Refused(429, RATE_LIMITED, message, {"Retry-After": str(wait)})
+    limit = settings.MEMCONSOLE_API_MAX_BODY_BYTES
+    too_big = Refused(413, REFUSED, f"the body is over {limit} bytes")
+    declared = request.META.get("CONTENT_LENGTH") or "0"
+    if declared.isdigit() and int(declared) > limit:
+        raise too_big
+    try:
+        body = request.body
+    except RequestDataTooBig:
+        raise too_big from None
+    except UnreadablePostError:
+        raise Refused(400, REFUSED, "the body could not be read") from None
+    if len(body) > limit:
+        raise too_big
+    return token, body
+
+
+def json_only(accept: str) -> str:
+    """The Accept header without text/event-stream when JSON is acceptable: one JSON answer, never a
+    stream holding this worker thread (the SDK would stream `subscriptions/listen`, which it then refuses)."""
+    media_types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
+    return "application/json" if media_types & {"application/json", "application/*", "*/*"} else accept
+
+
+@csrf_exempt  # a bot endpoint: authenticated by a bearer token, never by a cookie
+def endpoint(request: HttpRequest) -> HttpResponse:
+    try:
+        token, body = admit(request)
+    except Refused as refused:
+        return refused.response()
+    headers = [(name, value) for name, value in request.headers.items() if name.lower() != "accept"]
+    headers.append(("Accept", json_only(request.headers.get("Accept", ""))))
+    query_string = request.META.get("QUERY_STRING", "").encode("latin-1")
+    try:
+        answer = async_to_sync(server.serve)("POST", request.path, query_string, headers, body, Actor.for_token(token))
+    except Exception:  # the SDK answers its own errors: this is a bug, and still no HTML page
+        log.exception("the MCP server failed on POST %s", request.path)
+        return Refused(500, INTERNAL_ERROR, "unexpected server error").response()
+    response = HttpResponse(bytes(answer.body), status=answer.status)
+    for name, value in answer.headers:
+        if name.lower() not in _SKIPPED_HEADERS:
+            response[name] = value
+    response["Cache-Control"] = "no-store"
+    return response

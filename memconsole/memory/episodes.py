@@ -1,0 +1,308 @@
+"""Episodes: remember, read, list, archive, restore and delete.
+
+Every function takes the scope's derived keys and an `Actor`, touches nothing outside that scope,
+and writes its audit entry in the same database transaction as its change. The database commits
+first; the vector index follows, and each episode records whether its vector is current, so a
+crash between the two loses nothing (`manage.py reindex` repairs the index).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from memconsole.lib import embeddings, metrics, vectors
+
+from . import audit, ranking
+from .audit import Actor
+from .counters import count
+from .errors import NotFound, ValidationError, VectorIndexUnavailable, unavailable_on_failure
+from .filters import EpisodeFilter
+from .models import SOURCES, STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, new_episode_id
+from .paging import keyset_page, parse_cursor
+from .scopes import ScopeKeys, register_scope
+from .sync import index_episodes, sync_vector_metadata
+from .validation import (
+    MAX_SENDER_CHARS,
+    is_episode_id,
+    max_content_chars,
+    text,
+    validate_datetime,
+    validate_episode_ids,
+    validate_importance,
+    validate_list_limit,
+    validate_tags,
+)
+
+__all__ = [
+    "EpisodePage",
+    "RememberResult",
+    "archive",
+    "delete",
+    "episode_image",
+    "get_episode",
+    "list_episodes",
+    "new_episode_id",
+    "remember",
+    "restore",
+]
+
+log = logging.getLogger("memconsole.memory")
+
+
+def episode_image(episode: Episode) -> dict[str, Any]:
+    """The episode as its audit entries record it (`after` of a remember, `before` of a delete)."""
+    return {
+        "episode_id": episode.episode_id,
+        "content": episode.content,
+        "tags": episode.tags,
+        "importance": episode.importance,
+        "timestamp": episode.timestamp.isoformat() if episode.timestamp else None,
+        "sender_id": episode.sender_id,
+        "sender_name": episode.sender_name,
+        "source": episode.source,
+        "status": episode.status,
+        "superseded_by": episode.superseded_by,
+        "imported_episode_id": episode.imported_episode_id,
+    }
+
+
+# --- remember -----------------------------------------------------------------------------------
+
+
+@dataclass
+class RememberResult:
+    episode: Episode
+    superseded: list[str]
+    indexed: bool
+
+
+@metrics.timed("remember")
+def remember(
+    keys: ScopeKeys,
+    actor: Actor,
+    content: Any,
+    *,
+    tags: Any = None,
+    importance: Any = 2,
+    sender_id: Any = "",
+    sender_name: Any = "",
+    timestamp: Any = None,
+    source: str = "agent",
+    query_id: str = "",
+) -> RememberResult:
+    """Store one episode; a correction/fact-update/clarification supersedes active episodes of the
+    same user_key whose similarity to it is at least 0.85, in the same audited transaction.
+
+    Raises `Unavailable` when the embedding model fails; with the vector index down the episode is
+    still stored (not indexed, and nothing superseded).
+    """
+    actor.require_bot(keys)
+    content = text(content, "content", max_content_chars(), required=True)
+    tags = validate_tags(tags)
+    importance = validate_importance(importance)
+    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
+    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
+    timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
+    if source not in SOURCES:
+        raise ValidationError(f"unknown source {source!r}", field="source")
+
+    with unavailable_on_failure():
+        model_id = embeddings.current_model_id()
+        vector = embeddings.embed([content])
+    candidates: list[str] = []
+    supersede_skipped = ""
+    if ranking.SUPERSEDING_TAGS.intersection(tags):
+        # Only active episodes can be superseded: filter in the index, or archived and superseded
+        # near-duplicates would fill the 20 nearest and hide the active one.
+        try:
+            hits = vectors.query(keys.user_key, model_id, vector[0], 20, where={"status": STATUS_ACTIVE.value})
+        except vectors.VectorIndexError as exc:
+            # The episode itself must not be lost because the index is down or needs a reindex:
+            # store it, record in its audit entry that nothing was superseded and why.
+            log.error("correction stored without supersede check: %s", exc)
+            supersede_skipped = str(exc)
+            hits = []
+        candidates = [h.episode_id for h in hits if h.similarity >= ranking.SUPERSEDE_THRESHOLD]
+
+    now = timezone.now()
+    with transaction.atomic():
+        register_scope(keys)
+        episode = Episode.create(
+            keys,
+            content,
+            tags=tags,
+            importance=importance,
+            timestamp=timestamp,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            source=source,
+            created_at=now,
+            updated_at=now,
+        )
+        episode.save(force_insert=True)
+        superseded = list(
+            Episode.objects.in_scope(keys.user_key)
+            .filter(status=STATUS_ACTIVE)
+            .with_ids(candidates)
+            .select_for_update()
+        )
+        for old in superseded:
+            old.status = STATUS_SUPERSEDED
+            old.superseded_by = episode.episode_id
+            old.importance = max(1, old.importance - 1)
+            old.updated_at = now
+            old.save(update_fields=["status", "superseded_by", "importance", "updated_at"])
+        audit.append(
+            "remember",
+            actor,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            target_type="episode",
+            target_id=episode.episode_id,
+            query_id=query_id,
+            summary=f"remembered: {content}",
+            after=episode_image(episode),
+            metadata={
+                "superseded": [old.episode_id for old in superseded],
+                "source": source,
+                **({"supersede_skipped": supersede_skipped} if supersede_skipped else {}),
+            },
+        )
+        count(keys.user_key, active=1 - len(superseded), superseded=len(superseded))
+
+    indexed = True
+    try:
+        index_episodes([episode], vector)
+    except VectorIndexUnavailable:
+        log.exception("episode %s saved but not indexed; `manage.py reindex` will index it", episode.episode_id)
+        indexed = False
+    sync_vector_metadata(superseded)
+    return RememberResult(episode, [old.episode_id for old in superseded], indexed)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def get_episode(keys: ScopeKeys, episode_id: Any) -> Episode:
+    """The episode with this id in this scope; `NotFound` whether it is absent or elsewhere."""
+    if not is_episode_id(episode_id):
+        raise NotFound("no such episode in this scope")
+    episode = Episode.objects.in_scope(keys.user_key).filter(episode_id=episode_id).first()
+    if episode is None:
+        raise NotFound("no such episode in this scope")
+    return episode
+
+
+@dataclass
+class EpisodePage:
+    episodes: list[Episode]
+    next_cursor: str | None
+    previous_cursor: str | None
+
+
+def list_episodes(keys: ScopeKeys, *, cursor: Any = None, limit: int = 25, **filters: Any) -> EpisodePage:
+    """A page of a scope's episodes, newest first, by keyset (never OFFSET).
+
+    Cursors: "a<id>" = the page after (older than) id, "b<id>" = the page before (newer than) id.
+    `statuses=None` lists every status; the other filters are `EpisodeFilter.build`'s.
+    """
+    validate_list_limit(limit)
+    episodes = EpisodeFilter.build(keys, **filters).episodes()
+    parse_cursor(cursor)  # ValidationError for a malformed one
+    page = keyset_page(episodes, "id", cursor or None, limit)
+    return EpisodePage(page.items, page.next_cursor, page.previous_cursor)
+
+
+# --- lifecycle ----------------------------------------------------------------------------------
+
+
+def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: Any, status: str, operation: str) -> list[Episode]:
+    actor.require_bot(keys)
+    episode_ids = validate_episode_ids(episode_ids)
+    changed = []
+    with transaction.atomic():
+        in_scope = Episode.objects.in_scope(keys.user_key).with_ids(episode_ids).select_for_update()
+        rows = {e.episode_id: e for e in in_scope}
+        missing = [i for i in episode_ids if i not in rows]
+        if missing:
+            raise NotFound("no such episode in this scope")
+        now = timezone.now()
+        deltas: dict[str, int] = {}
+        for episode_id in dict.fromkeys(episode_ids):
+            episode = rows[episode_id]
+            before = episode.effective_status
+            if before == status and not (status == STATUS_ACTIVE and episode.superseded_by):
+                continue
+            episode.status = status
+            if status == STATUS_ACTIVE:
+                episode.superseded_by = ""
+            episode.updated_at = now
+            episode.save(update_fields=["status", "superseded_by", "updated_at"])
+            deltas[before] = deltas.get(before, 0) - 1
+            deltas[status] = deltas.get(status, 0) + 1
+            audit.append(
+                operation,
+                actor,
+                scope_key=episode.scope_key,
+                user_key=keys.user_key,
+                sender_id=episode.sender_id,
+                target_type="episode",
+                target_id=episode.episode_id,
+                summary=f"{operation}: {before} → {status}",
+                before={"status": before},
+                after={"status": status},
+            )
+            changed.append(episode)
+        if deltas:
+            count(keys.user_key, **deltas)
+    sync_vector_metadata(changed)
+    return changed
+
+
+def archive(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episode]:
+    """Archive episodes (kept, searchable only when asked for). Returns those that changed."""
+    return _set_status(keys, actor, episode_ids, STATUS_ARCHIVED.value, "archive")
+
+
+def restore(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episode]:
+    """Make episodes active again, clearing `superseded_by`."""
+    return _set_status(keys, actor, episode_ids, STATUS_ACTIVE.value, "restore")
+
+
+def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
+    """Hard-delete episodes and their vectors; each audit entry keeps what was deleted."""
+    actor.require_bot(keys)
+    episode_ids = validate_episode_ids(episode_ids)
+    with transaction.atomic():
+        rows = list(Episode.objects.in_scope(keys.user_key).with_ids(episode_ids).select_for_update())
+        if len(rows) != len(set(episode_ids)):
+            raise NotFound("no such episode in this scope")
+        deltas: dict[str, int] = {}
+        for episode in rows:
+            audit.append(
+                "delete",
+                actor,
+                scope_key=episode.scope_key,
+                user_key=keys.user_key,
+                sender_id=episode.sender_id,
+                sender_name=episode.sender_name,
+                target_type="episode",
+                target_id=episode.episode_id,
+                summary=f"deleted: {episode.content}",
+                before=episode_image(episode),
+            )
+            deltas[episode.effective_status] = deltas.get(episode.effective_status, 0) - 1
+        Episode.objects.filter(pk__in=[e.pk for e in rows]).delete()
+        count(keys.user_key, **deltas)
+    try:
+        vectors.delete(keys.user_key, [e.episode_id for e in rows])
+    except vectors.VectorIndexError:
+        log.exception("episodes deleted but their vectors remain; `manage.py reindex` removes orphans")
+    return len(rows)

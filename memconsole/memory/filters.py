@@ -1,0 +1,118 @@
+"""One object for a scope's episode filters: the SQL filter and the vector index's filter."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Q
+
+from .models import STATUSES, Episode, EpisodeQuerySet
+from .scopes import ScopeKeys
+from .validation import (
+    MAX_SENDER_CHARS,
+    MAX_TAG_CHARS,
+    text,
+    validate_datetime,
+    validate_importance,
+    validate_statuses,
+    validate_tags,
+)
+
+
+def _has_tag(tag: str) -> Q:
+    # icontains: SQLite's LIKE ignores ASCII case anyway, so match tags that way on every database.
+    return Q(tags_text__icontains="," + tag + ",")
+
+
+@dataclass(frozen=True)
+class EpisodeFilter:
+    """Validated filters on one scope's episodes. `statuses=None` keeps every status; `tag` must
+    be carried, `tags` keeps episodes carrying any of them."""
+
+    user_key: str
+    statuses: tuple[str, ...] | None = None
+    sender_id: str = ""
+    tag: str = ""
+    tags: tuple[str, ...] = ()
+    importance_min: int | None = None
+    time_after: datetime | None = None
+    time_before: datetime | None = None
+
+    @classmethod
+    def build(
+        cls,
+        keys: ScopeKeys,
+        *,
+        statuses: Any = None,
+        sender_id: Any = None,
+        tag: Any = None,
+        tags: Any = None,
+        importance_min: Any = None,
+        time_after: Any = None,
+        time_before: Any = None,
+    ) -> EpisodeFilter:
+        """Validate the filters (`ValidationError` naming the bad one)."""
+        clean_statuses = None
+        if statuses is not None:
+            clean_statuses = tuple(validate_statuses(statuses))
+            if set(clean_statuses) == set(STATUSES):
+                clean_statuses = None
+        return cls(
+            user_key=keys.user_key,
+            statuses=clean_statuses,
+            # Validated in this order (the first bad one is reported): tags, sender, tag, the rest.
+            tags=tuple(validate_tags(tags)),
+            sender_id=text(sender_id, "sender_id", MAX_SENDER_CHARS) if sender_id else "",
+            tag=text(tag, "tag", MAX_TAG_CHARS).strip() if tag else "",
+            importance_min=None if importance_min is None else validate_importance(importance_min, "importance_min"),
+            time_after=validate_datetime(time_after, "time_after"),
+            time_before=validate_datetime(time_before, "time_before"),
+        )
+
+    def where(self) -> Q:
+        """The SQL filter, starting from the scope."""
+        where = Q(user_key=self.user_key)
+        if self.statuses is not None:
+            where &= Q(status__in=self.statuses)
+        if self.sender_id:
+            where &= Q(sender_id=self.sender_id)
+        if self.tag:
+            where &= _has_tag(self.tag)
+        if self.importance_min is not None:
+            where &= Q(importance__gte=self.importance_min)
+        if self.time_after is not None:
+            where &= Q(timestamp__gte=self.time_after)
+        if self.time_before is not None:
+            where &= Q(timestamp__lt=self.time_before)
+        if self.tags:
+            any_tag = Q()
+            for tag in self.tags:
+                any_tag |= _has_tag(tag)
+            where &= any_tag
+        return where
+
+    def episodes(self) -> EpisodeQuerySet:
+        """The scope's episodes that pass the filter."""
+        return Episode.objects.filter(self.where())
+
+    def index_where(self) -> dict[str, Any] | None:
+        """The same filters in Chroma's metadata filter language, or None when there are none.
+
+        Tags are left out: with encryption on, vectors carry no tags (rows are re-filtered in SQL).
+        """
+        clauses: list[dict[str, Any]] = [{"user_key": self.user_key}]
+        if self.statuses is not None:
+            clauses.append({"status": {"$in": list(self.statuses)}})
+        if self.sender_id:
+            clauses.append({"sender_id": self.sender_id})
+        if self.importance_min is not None:
+            clauses.append({"importance": {"$gte": self.importance_min}})
+        if self.time_after is not None:
+            clauses.append({"timestamp": {"$gte": self.time_after.timestamp()}})
+        if self.time_before is not None:
+            clauses.append({"timestamp": {"$lt": self.time_before.timestamp()}})
+        if len(clauses) == 1:
+            return None
+        return {"$and": clauses}

@@ -1,0 +1,68 @@
+"""What a health check answers: one `Check` per check id, and the `HealthResult` of a run."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import DatabaseError
+
+from memconsole.lib import vectors
+
+from ..reports import OMIT, Report
+
+log = logging.getLogger("memconsole.health")
+
+OK, WARN, ERROR = "OK", "WARN", "ERROR"
+SEVERITY = {OK: 0, WARN: 1, ERROR: 2}
+EXIT_CODES = {OK: 0, WARN: 1, ERROR: 2}
+
+INDEX_FIX = (
+    "Check the vector index: with embedded Chroma, that CHROMA_PATH exists and is writable by this process; "
+    "with a Chroma server, that it runs at CHROMA_HOST:CHROMA_PORT and is reachable from here."
+)
+REINDEX_FIX = "Run `python manage.py reindex` (it rebuilds the index from the database, which is the source of truth)."
+DATABASE_FIX = "Check that the database named by DATABASE_URL is running and reachable."
+
+
+@dataclass
+class Check(Report):
+    id: str
+    status: str
+    detail: str
+    fix: str = ""
+
+    def json_fix(self) -> str:
+        return self.fix or OMIT
+
+
+@dataclass
+class HealthResult(Report):
+    """One run: `status` is the worst of its checks' (OK < WARN < ERROR)."""
+
+    status: str
+    checks: list[Check]
+    checked_at: datetime
+    duration_ms: int
+
+
+def worst(statuses: list[str]) -> str:
+    return max(statuses, key=SEVERITY.__getitem__, default=OK)
+
+
+def safely(check_id: str, fn: Callable[..., Check], *args: Any) -> Check:
+    """`fn(*args)`, or an ERROR check saying what it raised: a check that breaks is a finding,
+    not a crash of the whole run."""
+    try:
+        return fn(*args)
+    except Exception as exc:
+        log.exception("health check %s raised", check_id)
+        fix = ""
+        if isinstance(exc, vectors.VectorIndexError):
+            fix = INDEX_FIX
+        elif isinstance(exc, DatabaseError):
+            fix = DATABASE_FIX
+        return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}", fix)

@@ -1,0 +1,153 @@
+"""Imports (issue 5): bring memory from a file into target scopes, all or nothing.
+
+Formats (`FORMATS`, one module each, every one read by a `parse(path, plan, target, **options)`):
+`memconsole` (our own scope export), `langbot` (a LangBot LongTermMemory export), `jw-agents`
+(a jw-agents `memory.db`) and `bot-memory` (an agent-memory `memory.db`); see each module.
+
+Rules shared by every format: keys are re-derived for the target (`bot_uuid`, the session and
+`isolation`), whatever the file says; the old id is kept as `imported_episode_id` and new ids are
+made; values are coerced alike (`fields`); conflicts are skipped, so re-running an import adds
+nothing twice (`plan`).
+
+The whole file is read and checked (`readers`, `fields`) before anything is written; a bad file is
+rejected with an `ImportFileError` saying what and where (line and column for JSON syntax, the
+record's index or row id and the field otherwise), and nothing is written. Then one transaction
+writes it all and the vectors follow (`writer`). The `ImportReport` says what happened per scope.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..audit import Actor
+from ..errors import ValidationError
+from ..scopes import ScopeKeys, derive_scope
+from . import bot_memory, jw_agents, langbot, memconsole_format, writer
+from .plan import Plan, Progress, Target, resolve
+from .readers import max_import_bytes
+from .report import ImportFileError, ImportReport, ScopeTally
+
+__all__ = [
+    "FORMATS",
+    "PARSERS",
+    "ImportFileError",
+    "ImportReport",
+    "ScopeTally",
+    "import_file",
+    "import_upload",
+    "max_import_bytes",
+]
+
+MAX_SHOWN_NAME = 120
+
+
+class Parser(Protocol):
+    def __call__(self, path: Path, plan: Plan, target: Target, **options: Any) -> None: ...
+
+
+PARSERS: dict[str, Parser] = {
+    "memconsole": memconsole_format.parse,
+    "langbot": langbot.parse,
+    "jw-agents": jw_agents.parse,
+    "bot-memory": bot_memory.parse,
+}
+FORMATS = tuple(PARSERS)
+
+
+def import_file(
+    path: Any,
+    fmt: str,
+    *,
+    bot_uuid: str,
+    session_name: str | None = None,
+    isolation: str = "session",
+    actor: Actor,
+    dry_run: bool = False,
+    fernet_key: str | None = None,
+    include_messages: bool = False,
+    progress: Progress | None = None,
+    file_name: str | None = None,
+) -> ImportReport:
+    """Import one file atomically into the target scope(s); see the package docstring.
+
+    Raises `ImportFileError` (a `ValidationError`) for a bad file or target, `PermissionDenied`
+    when the actor may not use `bot_uuid`; in both cases nothing is written.
+    """
+    if fmt not in PARSERS:
+        raise ValidationError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})", field="format")
+    if not isinstance(bot_uuid, str):
+        raise ValidationError("bot_uuid must be a string", field="bot_uuid")
+    if session_name is not None and not str(session_name).strip():
+        session_name = None
+    path = Path(path)
+    report = ImportReport(format=fmt, dry_run=dry_run, file_name=file_name if file_name is not None else path.name)
+    plan = Plan()
+    derive_scope(bot_uuid, session_name or "check", isolation)  # a bad bot_uuid/isolation fails first
+
+    def target(file_session: Any, where: str) -> ScopeKeys:
+        keys = plan.keys_for(bot_uuid, file_session, isolation, where)
+        actor.require_bot(keys)
+        return keys
+
+    PARSERS[fmt](
+        path,
+        plan,
+        target,
+        bot_uuid=bot_uuid,
+        session_name=session_name,
+        fernet_key=fernet_key,
+        include_messages=include_messages,
+        progress=progress,
+    )
+    if progress:
+        progress("reading", len(plan.episodes), len(plan.episodes))
+    kept = resolve(plan, report)
+    if dry_run:
+        return report
+    writer.write(plan, kept, report, actor, progress)
+    new_ids = [item.new_id for item in kept]
+    del kept  # only the ids are needed from here on
+    writer.index(new_ids, report, progress)
+    return report
+
+
+def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
+    """`import_file` for a Django UploadedFile.
+
+    The upload is copied to a private temporary folder (mode 0700, a name of our own: the
+    client-supplied name is never used as a path, only shown in the report and audit after
+    cleaning) and removed afterwards. The size limit is checked before copying, and again while
+    copying (the declared size may lie).
+    """
+    limit = max_import_bytes()
+    declared = getattr(uploaded_file, "size", None)
+    if isinstance(declared, int) and declared > limit:
+        raise ImportFileError(f"the file is {declared:,} bytes; the limit is {limit:,} (MEMCONSOLE_IMPORT_MAX_BYTES)")
+    shown = _clean_name(getattr(uploaded_file, "name", "") or "upload")
+    # A private directory (0700), removed whole afterwards: SQLite may put -wal/-shm files beside
+    # the database it opens.
+    folder = tempfile.mkdtemp(prefix="memconsole-import-")
+    temp_path = Path(folder) / "upload"
+    try:
+        written = 0
+        with temp_path.open("xb") as out:
+            for chunk in uploaded_file.chunks():
+                written += len(chunk)
+                if written > limit:
+                    raise ImportFileError(
+                        f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)"
+                    )
+                out.write(chunk)
+        kwargs.setdefault("file_name", shown)
+        return import_file(temp_path, fmt, **kwargs)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _clean_name(name: str) -> str:
+    base = re.split(r"[\\/]", name)[-1]
+    return re.sub(r"[^\w.\- ]+", "_", base)[:MAX_SHOWN_NAME] or "upload"

@@ -1,0 +1,122 @@
+"""The `langbot` format: a LangBot LongTermMemory export, and the envelopes memconsole shares.
+
+The episodes envelope is `{version: 1, exported_at, scope_key, user_key, collection_id, statuses,
+episodes[], count}`, the profiles envelope `{version: 1, ..., profiles[{type, scope_key,
+sender_id?, profile{...}}], count}`; a file holds one or both. memconsole's own export embeds the
+same envelopes (`memconsole_format`), so their readers live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .. import validation
+from ..exports import FORMAT_MARKER
+from ..models import PROFILE_SESSION, PROFILE_SPEAKER
+from ..scopes import ScopeKeys
+from . import fields
+from .plan import EpisodeIn, Plan, ProfileIn, Target
+from .readers import load_json
+from .report import ImportFileError
+
+# keys_for(the envelope's or record's scope_key) -> the target keys
+KeysFor = Callable[[Any], ScopeKeys]
+
+
+def session_of(scope_key: Any) -> str | None:
+    """The session name inside a LangBot/memconsole scope_key ('<bot_uuid>:<session>' or '<session>')."""
+    if not isinstance(scope_key, str) or not scope_key.strip():
+        return None
+    return scope_key.split(":", 1)[1] if ":" in scope_key else scope_key
+
+
+def check_version(envelope: dict[str, Any], where: str) -> None:
+    version = envelope.get("version", 1)
+    if version != 1:
+        raise ImportFileError(f"{where}'version' is {version!r:.20}; only version 1 is understood", field="version")
+
+
+def _list_field(envelope: dict[str, Any], name: str, where: str) -> list[Any]:
+    value = envelope.get(name)
+    if not isinstance(value, list):
+        place = f"{where.rstrip('.')}: " if where else ""
+        raise ImportFileError(f"{place}'{name}' must be a list", field=name)
+    return value
+
+
+def _episode(record: Any, where: str, keys: ScopeKeys) -> EpisodeIn:
+    if not isinstance(record, dict):
+        raise ImportFileError(f"{where}: an episode must be an object")
+    content = record.get("content")
+    if content is None:
+        content = record.get("text")
+    superseded_by = record.get("superseded_by")
+    return EpisodeIn(
+        keys=keys,
+        where=where,
+        old_id=fields.old_id(record.get("id", record.get("episode_id")), where),
+        content=fields.text(content, where, "content", validation.max_content_chars(), required=True),
+        tags=fields.tags(record.get("tags"), where),
+        importance=fields.importance(record.get("importance"), where),
+        timestamp=fields.time(record.get("timestamp"), where),
+        sender_id=fields.text(record.get("sender_id"), where, "sender_id", validation.MAX_SENDER_CHARS).strip(),
+        sender_name=fields.text(record.get("sender_name"), where, "sender_name", validation.MAX_SENDER_CHARS).strip(),
+        status=fields.status(record.get("status")),
+        superseded_by=fields.old_id(superseded_by, where) if superseded_by else "",
+    )
+
+
+def _profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
+    if not isinstance(record, dict):
+        raise ImportFileError(f"{where}: a profile must be an object")
+    profile_type = record.get("type")
+    if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
+        raise fields.fail(where, "type", "must be 'session' or 'speaker'")
+    sender_id = ""
+    if profile_type == PROFILE_SPEAKER:
+        sender_id = fields.text(
+            record.get("sender_id"), where, "sender_id", validation.MAX_SENDER_CHARS, required=True
+        ).strip()
+    profile = record.get("profile")
+    updated_at = (
+        fields.time(profile.get("updated_at"), where, "profile.updated_at") if isinstance(profile, dict) else None
+    )
+    return ProfileIn(keys, where, profile_type, sender_id, fields.profile_data(profile, where), updated_at)
+
+
+def episodes_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
+    """Add the episodes of an episodes envelope (`where` prefixes each record's place)."""
+    if not isinstance(envelope, dict):
+        raise ImportFileError(f"{where.rstrip('.') or 'the file'}: must be an object")
+    keys = keys_for(envelope.get("scope_key"))
+    for index, record in enumerate(_list_field(envelope, "episodes", where)):
+        plan.add_episode(_episode(record, f"{where}episodes[{index}]", keys))
+
+
+def profiles_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
+    """Add the profiles of a profiles envelope (a record's own scope_key before the envelope's)."""
+    if not isinstance(envelope, dict):
+        raise ImportFileError(f"{where.rstrip('.') or 'the file'}: must be an object")
+    for index, record in enumerate(_list_field(envelope, "profiles", where)):
+        record_where = f"{where}profiles[{index}]"
+        scope_key = record.get("scope_key") if isinstance(record, dict) else None
+        keys = keys_for(scope_key or envelope.get("scope_key"))
+        plan.profiles.append(_profile(record, record_where, keys))
+
+
+def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = None, **_options: Any) -> None:
+    """Read a LangBot export; `session_name` (if given) replaces the file's own session."""
+    doc = load_json(path, "langbot")
+    if not isinstance(doc, dict):
+        raise ImportFileError("not a LangBot export: the file must hold one JSON object (an envelope)")
+    if doc.get("format") == FORMAT_MARKER:
+        raise ImportFileError("this is a memconsole export (use the memconsole format)", field="format")
+    if "episodes" not in doc and "profiles" not in doc:
+        raise ImportFileError("not a LangBot export: no 'episodes' or 'profiles' list", field="episodes")
+    check_version(doc, "")
+    if "profiles" in doc:
+        profiles_envelope(plan, doc, "", lambda sk: target(session_name or session_of(sk), "profiles"))
+    if "episodes" in doc:
+        episodes_envelope(plan, doc, "", lambda sk: target(session_name or session_of(sk), "episodes"))

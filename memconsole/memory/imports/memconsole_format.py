@@ -1,0 +1,48 @@
+"""The `memconsole` format: our own scope export (`exports.py`), profiles and episodes.
+
+The audit envelope of another installation is not imported: this installation's chain records
+the import instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..exports import AUDIT_FORMAT_MARKER, FORMAT_MARKER
+from .langbot import check_version, episodes_envelope, profiles_envelope, session_of
+from .plan import Plan, Target
+from .readers import load_json
+from .report import ImportFileError
+
+
+def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = None, **_options: Any) -> None:
+    """Read a memconsole export; `session_name` (if given) replaces the exported scope's session."""
+    doc = load_json(path, "memconsole")
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT_MARKER:
+        if isinstance(doc, dict) and doc.get("format") == AUDIT_FORMAT_MARKER:
+            raise ImportFileError("this is an audit log export; audit logs are not imported", field="format")
+        if isinstance(doc, dict) and isinstance(doc.get("episodes"), list):
+            raise ImportFileError(
+                "this looks like a LangBot export, not a memconsole one (use the langbot format)", field="format"
+            )
+        raise ImportFileError(f"not a memconsole export: 'format' must be {FORMAT_MARKER!r}", field="format")
+    if doc.get("format_version", 1) != 1:
+        raise ImportFileError(
+            f"format_version {doc.get('format_version')!r:.20} is not understood", field="format_version"
+        )
+    scope = doc.get("scope")
+    if not isinstance(scope, dict):
+        scope = {}
+    session = session_name or scope.get("session_name") or session_of(scope.get("scope_key"))
+    for name in ("profiles", "episodes"):
+        envelope = doc.get(name)
+        if envelope is None:
+            continue
+        if not isinstance(envelope, dict):
+            raise ImportFileError(f"'{name}' must be an envelope object", field=name)
+        check_version(envelope, f"{name}: ")
+        if name == "profiles":
+            profiles_envelope(plan, envelope, "profiles.", lambda _scope_key: target(session, "profiles"))
+        else:
+            episodes_envelope(plan, envelope, "episodes.", lambda _scope_key: target(session, "episodes"))

@@ -1,0 +1,158 @@
+"""What a file holds, read and checked before anything is written: the plan of an import.
+
+Parsers fill a `Plan` with `EpisodeIn`/`ProfileIn` records whose keys come from the `Target`
+(re-derived for the target bot, session and isolation, whatever the file says). `resolve` then
+decides against the database: an episode whose old id is already in the target scope (imported
+before, or the scope's own episode) or appears earlier in the file is a conflict and skipped; the
+rest get new ids and `superseded_by` is mapped to them; a profile that already exists is reported
+as a conflict (it gets the imported one as a new version).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ..errors import ValidationError
+from ..models import Episode, Profile, new_episode_id
+from ..paging import chunks
+from ..scopes import ScopeKeys, derive_scope
+from .report import ImportFileError, ImportReport
+
+MAX_RECORDS = 2_000_000
+LOOKUP_BATCH = 500
+
+# progress(stage, done, total): stage is "reading", "writing" or "indexing".
+Progress = Callable[[str, int, int], None]
+# target(the file's session name, where in the file) -> the target scope's keys (checked for the actor).
+Target = Callable[[Any, str], ScopeKeys]
+
+
+@dataclass(slots=True)
+class EpisodeIn:
+    keys: ScopeKeys
+    where: str
+    old_id: str
+    content: str
+    tags: list[str]
+    importance: int
+    timestamp: datetime | None
+    sender_id: str
+    sender_name: str
+    status: str
+    superseded_by: str
+    new_id: str = ""
+
+
+@dataclass(slots=True)
+class ProfileIn:
+    keys: ScopeKeys
+    where: str
+    type: str
+    sender_id: str
+    data: dict[str, Any]
+    updated_at: datetime | None
+
+
+@dataclass
+class Plan:
+    episodes: list[EpisodeIn] = field(default_factory=list)
+    profiles: list[ProfileIn] = field(default_factory=list)
+    scopes: dict[tuple[str, str], ScopeKeys] = field(default_factory=dict)
+
+    def keys_for(self, bot_uuid: str, session_name: Any, isolation: str, where: str) -> ScopeKeys:
+        """The keys of a target scope (recorded in the plan); `ImportFileError` for a bad session."""
+        if not isinstance(session_name, str) or not session_name.strip():
+            raise ImportFileError(f"{where}: no session name (pass a target session name)", field="session_name")
+        try:
+            keys = derive_scope(bot_uuid, session_name.strip(), isolation)
+        except ValidationError as exc:
+            raise ImportFileError(f"{where}: {exc.message}", field=exc.field) from None
+        self.scopes.setdefault((keys.scope_key, keys.isolation), keys)
+        return keys
+
+    def add_episode(self, episode: EpisodeIn) -> None:
+        if len(self.episodes) >= MAX_RECORDS:
+            raise ImportFileError(f"{episode.where}: more than {MAX_RECORDS} records in one file; split it")
+        self.episodes.append(episode)
+
+
+def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
+    """Drop conflicting episodes, give the rest new ids, map superseded_by; fill the report.
+
+    Returns the episodes to write.
+    """
+    by_user_key: dict[str, list[EpisodeIn]] = {}
+    for episode in plan.episodes:
+        by_user_key.setdefault(episode.keys.user_key, []).append(episode)
+    kept: list[EpisodeIn] = []
+    for user_key, episodes in by_user_key.items():
+        kept.extend(_new_episodes(user_key, episodes, report))
+    for episode in kept:
+        scope = report.scope(episode.keys)
+        scope["episodes"] += 1
+        scope["statuses"][episode.status] = scope["statuses"].get(episode.status, 0) + 1
+        report.statuses[episode.status] = report.statuses.get(episode.status, 0) + 1
+    report.episodes = len(kept)
+    for profile in plan.profiles:
+        report.scope(profile.keys)["profiles"] += 1
+        exists = Profile.objects.filter(
+            scope_key=profile.keys.scope_key, type=profile.type, sender_id=profile.sender_id
+        ).exists()
+        if exists:
+            report.conflict(
+                profile.keys,
+                "profile_exists",
+                profile.where,
+                "a profile already exists; the imported one becomes its newest version",
+                f"{profile.type}:{profile.sender_id}" if profile.sender_id else profile.type,
+            )
+    report.profiles = len(plan.profiles)
+    return kept
+
+
+def _existing_ids(user_key: str, old_ids: list[str]) -> dict[str, str]:
+    """{old id: the episode id in the scope} for the old ids the scope already holds."""
+    existing: dict[str, str] = {}
+    in_scope = Episode.objects.in_scope(user_key)
+    for chunk in chunks(old_ids, LOOKUP_BATCH):
+        for episode_id, imported in in_scope.filter(imported_episode_id__in=chunk).values_list(
+            "episode_id", "imported_episode_id"
+        ):
+            existing.setdefault(imported, episode_id)
+        for episode_id in in_scope.with_ids(chunk).values_list("episode_id", flat=True):
+            existing.setdefault(episode_id, episode_id)
+    return existing
+
+
+def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport) -> list[EpisodeIn]:
+    existing = _existing_ids(user_key, sorted({e.old_id for e in episodes if e.old_id}))
+    new_ids: dict[str, str] = dict(existing)
+    taken: set[str] = set()
+    kept: list[EpisodeIn] = []
+    for episode in episodes:
+        if episode.old_id and episode.old_id in existing:
+            report.conflict(
+                episode.keys, "exists", episode.where, "already in the target scope; skipped", episode.old_id
+            )
+            continue
+        if episode.old_id and episode.old_id in taken:
+            report.conflict(
+                episode.keys,
+                "duplicate",
+                episode.where,
+                "the same id appears earlier in the file; skipped",
+                episode.old_id,
+            )
+            continue
+        episode.new_id = new_episode_id()
+        if episode.old_id:
+            taken.add(episode.old_id)
+            new_ids[episode.old_id] = episode.new_id
+        kept.append(episode)
+    for episode in episodes:
+        if episode.new_id and episode.superseded_by:
+            episode.superseded_by = new_ids.get(episode.superseded_by, "")
+    return kept

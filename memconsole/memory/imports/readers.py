@@ -1,0 +1,136 @@
+"""Reading import files safely: the size limit, JSON documents and SQLite databases.
+
+Files over `MEMCONSOLE_IMPORT_MAX_BYTES` are refused before they are read; JSON nested deeper
+than Python's recursion limit, NaN/Infinity literals and over-long numbers are refused; a SQLite
+file is opened read-only, checked (`quick_check`), and only ordinary tables are read (a view in
+a hostile file would run SQL of the file's choosing).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+
+from .fields import fail
+from .report import ImportFileError
+
+SQLITE_HEADER = b"SQLite format 3\x00"
+FETCH_BATCH = 1000
+
+
+def max_import_bytes() -> int:
+    return settings.MEMCONSOLE_IMPORT_MAX_BYTES
+
+
+def check_size(path: Path) -> int:
+    """The file's size; `ImportFileError` when it cannot be read, is empty or is over the limit."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise ImportFileError(f"cannot read the file: {exc.strerror}") from None
+    if size == 0:
+        raise ImportFileError("the file is empty")
+    if size > max_import_bytes():
+        raise ImportFileError(
+            f"the file is {size:,} bytes; the limit is {max_import_bytes():,} (MEMCONSOLE_IMPORT_MAX_BYTES)"
+        )
+    return size
+
+
+def reject_constant(name: str) -> Any:
+    """`json.loads(parse_constant=...)`: NaN, Infinity and -Infinity are not JSON data we take."""
+    raise ValueError(f"{name} is not allowed")
+
+
+def load_json(path: Path, fmt: str) -> Any:
+    """The JSON document in `path` (UTF-8, a BOM allowed); errors say the line and column."""
+    check_size(path)
+    raw = path.read_bytes()
+    if raw.startswith(SQLITE_HEADER):
+        raise ImportFileError(
+            f"this is a SQLite database, not a {fmt} JSON export (use the jw-agents or bot-memory format)"
+        )
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ImportFileError(f"line {line}: the file is not UTF-8 text (byte {exc.start})") from None
+    if not text.strip():
+        raise ImportFileError("the file is empty")
+    del raw
+    try:
+        return json.loads(text, parse_constant=reject_constant)
+    except json.JSONDecodeError as exc:
+        at_end = exc.pos >= len(text.rstrip())
+        what = "the file is truncated" if at_end else "the file is not valid JSON"
+        raise ImportFileError(f"line {exc.lineno}, column {exc.colno}: {what} ({exc.msg})") from None
+    except RecursionError:
+        # json's C parser guards its recursion: a bracket bomb stops here, at Python's recursion limit,
+        # instead of exhausting the stack. Nothing memconsole reads nests more than a few levels.
+        raise ImportFileError("the JSON is nested too deeply") from None
+    except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
+        raise ImportFileError(f"the file holds a value that is not allowed: {exc}") from None
+
+
+def open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.Connection:
+    """A read-only connection to the SQLite file `path`, once `tables` (name: columns) are there.
+
+    Values come back as bytes (decode them with `text_of`), so bad UTF-8 is an error with a place.
+    """
+    check_size(path)
+    with path.open("rb") as handle:
+        header = handle.read(len(SQLITE_HEADER))
+    if header != SQLITE_HEADER:
+        raise ImportFileError(f"not a {fmt} memory.db: the file is not a SQLite database")
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        connection.text_factory = bytes
+        check = connection.execute("PRAGMA quick_check").fetchone()[0]
+        if check != b"ok":
+            raise ImportFileError(f"the database is damaged or truncated ({check.decode(errors='replace')[:200]})")
+        for table, columns in tables.items():
+            # Only an ordinary table: a view (or virtual table) in a hostile file runs SQL of the
+            # file's choosing on every read, e.g. an endless recursive query (a CPU/memory bomb).
+            kind = connection.execute(
+                "SELECT type, sql FROM sqlite_master WHERE name = ? COLLATE NOCASE", (table,)
+            ).fetchone()
+            if kind is not None and (
+                kind[0] != b"table" or (kind[1] or b"").lstrip().upper().startswith(b"CREATE VIRTUAL")
+            ):
+                raise ImportFileError(f"not a {fmt} memory.db: '{table}' is not an ordinary table")
+            found = {row[1].decode() for row in connection.execute(f"PRAGMA table_info({table})")}
+            if not found:
+                raise ImportFileError(f"not a {fmt} memory.db: there is no '{table}' table")
+            missing = columns - found
+            if missing:
+                raise ImportFileError(f"not a {fmt} memory.db: table '{table}' lacks {', '.join(sorted(missing))}")
+    except sqlite3.DatabaseError as exc:
+        raise ImportFileError(f"the database cannot be read (damaged or truncated?): {exc}") from None
+    return connection
+
+
+def rows(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    """The rows of a query, fetched in batches; a damaged page is an `ImportFileError`."""
+    try:
+        cursor = connection.execute(sql, params)
+        while batch := cursor.fetchmany(FETCH_BATCH):
+            yield from batch
+    except sqlite3.DatabaseError as exc:
+        raise ImportFileError(f"the database cannot be read (damaged or truncated?): {exc}") from None
+
+
+def text_of(value: Any, where: str, name: str) -> str | None:
+    """A SQLite value as text (bytes decoded as UTF-8), None for NULL."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise fail(where, name, "is not UTF-8 text") from None
+    return str(value)

@@ -1,0 +1,92 @@
+"""What an import answers: the report (per scope and in total), or `ImportFileError`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+from ..errors import ValidationError
+from ..reports import Report
+from ..scopes import ScopeKeys
+
+MAX_CONFLICTS_LISTED = 100
+
+
+class ImportFileError(ValidationError):
+    """The file is malformed, truncated, too large or of another format. Nothing was written."""
+
+
+class ScopeTally(TypedDict):
+    """One target scope's part of an import (`ImportReport.scopes`, and its audit entry)."""
+
+    scope_key: str
+    user_key: str
+    bot_uuid: str
+    session_name: str
+    isolation: str
+    episodes: int
+    profiles: int
+    statuses: dict[str, int]
+    conflicts: int
+
+
+class Conflict(TypedDict):
+    """A record that was skipped (or, for a profile, written as a new version)."""
+
+    scope_key: str
+    kind: str
+    where: str
+    id: str
+    reason: str
+
+
+@dataclass(kw_only=True)
+class ImportReport(Report):
+    format: str
+    file_name: str = ""
+    dry_run: bool
+    episodes: int = 0
+    profiles: int = 0
+    statuses: dict[str, int] = field(default_factory=dict)
+    scopes: dict[str, ScopeTally] = field(default_factory=dict)  # by scope_key; a list in JSON
+    conflict_count: int = 0
+    conflicts: list[Conflict] = field(default_factory=list)  # the first MAX_CONFLICTS_LISTED
+    indexed: int = 0
+    not_indexed: int = 0
+
+    def json_scopes(self) -> list[ScopeTally]:
+        return list(self.scopes.values())
+
+    def summary(self) -> str:
+        verb = "would import" if self.dry_run else "imported"
+        text = (
+            f"{verb} {self.episodes} episodes and {self.profiles} profiles into {len(self.scopes)} scope(s)"
+            f" ({', '.join(f'{k} {v}' for k, v in sorted(self.statuses.items())) or 'no episodes'})"
+            f", {self.conflict_count} conflict(s)"
+        )
+        if not self.dry_run and self.not_indexed:
+            text += f"; {self.not_indexed} episodes not indexed yet (run `manage.py reindex`)"
+        return text
+
+    def scope(self, keys: ScopeKeys) -> ScopeTally:
+        """The tally of the scope `keys` (created empty on first use)."""
+        return self.scopes.setdefault(
+            keys.scope_key,
+            ScopeTally(
+                scope_key=keys.scope_key,
+                user_key=keys.user_key,
+                bot_uuid=keys.bot_uuid,
+                session_name=keys.session_name,
+                isolation=keys.isolation,
+                episodes=0,
+                profiles=0,
+                statuses={},
+                conflicts=0,
+            ),
+        )
+
+    def conflict(self, keys: ScopeKeys, kind: str, where: str, reason: str, old_id: str = "") -> None:
+        self.conflict_count += 1
+        self.scope(keys)["conflicts"] += 1
+        if len(self.conflicts) < MAX_CONFLICTS_LISTED:
+            self.conflicts.append(Conflict(scope_key=keys.scope_key, kind=kind, where=where, id=old_id, reason=reason))

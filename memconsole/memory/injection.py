@@ -1,0 +1,175 @@
+"""Memory injection: the system blocks a bot receives for a prompt, stored as an InjectionSnapshot.
+
+`memory_lines` is the one rendering of the "[Relevant memories]" block: fresh injections use it,
+and erasure uses it when it rewrites a stored snapshot without a person's episodes.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from memconsole.lib import metrics
+
+from . import audit
+from .audit import Actor
+from .models import PROFILE_SESSION, PROFILE_SPEAKER, InjectionSnapshot
+from .profiles import EMPTY_PROFILE, get_profile
+from .retrieval import RecallHit, recall
+from .scopes import ScopeKeys, register_scope
+from .validation import MAX_QUERY_ID_CHARS, MAX_SENDER_CHARS, text
+
+SESSION_PROFILE_BLOCK = "[Session profile]"
+MEMORIES_BLOCK = "[Relevant memories]"
+PRUNE_BATCH = 500
+
+
+def profile_lines(data: dict[str, Any]) -> list[str]:
+    lines = []
+    if data.get("name"):
+        lines.append(f"Name: {data['name']}")
+    if data.get("traits"):
+        lines.append("Traits: " + "; ".join(data["traits"]))
+    if data.get("preferences"):
+        lines.append("Preferences: " + "; ".join(data["preferences"]))
+    if data.get("notes"):
+        lines.append(f"Notes: {data['notes']}")
+    return lines
+
+
+def _day(stamp: Any) -> str:
+    if not stamp:
+        return "undated"
+    try:
+        return datetime.fromisoformat(stamp).strftime("%Y-%m-%d")
+    except (TypeError, ValueError):
+        return str(stamp)[:10]
+
+
+def memory_lines(episodes: list[dict[str, Any]]) -> list[str]:
+    """One line per episode, as injected: "- (2024-05-01) Alice: content".
+
+    `episodes` are the episode records of an injection (`RecallHit.as_dict()`, as a snapshot stores them).
+    """
+    rows = []
+    for episode in episodes:
+        by = episode.get("sender_name") or episode.get("sender_id") or "unknown"
+        rows.append(f"- ({_day(episode.get('timestamp'))}) {by}: {episode.get('content', '')}")
+    return rows
+
+
+def memory_block(episodes: list[dict[str, Any]]) -> str:
+    """The "[Relevant memories]" block for these episode records."""
+    return MEMORIES_BLOCK + "\n" + "\n".join(memory_lines(episodes))
+
+
+def render_blocks(
+    session_profile: dict[str, Any],
+    speaker: dict[str, Any],
+    speaker_profile: dict[str, Any],
+    episodes: list[dict[str, Any]],
+) -> list[str]:
+    """The system blocks a bot receives, in order: session profile, speaker profile, memories."""
+    blocks = []
+    lines = profile_lines(session_profile)
+    if lines:
+        blocks.append(SESSION_PROFILE_BLOCK + "\n" + "\n".join(lines))
+    lines = profile_lines(speaker_profile)
+    if lines:
+        who = speaker.get("name") or speaker.get("id")
+        blocks.append(f"[Speaker profile: {who}]\n" + "\n".join(lines))
+    if episodes:
+        blocks.append(memory_block(episodes))
+    return blocks
+
+
+@dataclass
+class Injection:
+    context: dict[str, Any]
+    system_blocks: list[str]
+    snapshot: InjectionSnapshot
+    hits: list[RecallHit] = field(default_factory=list)
+
+
+@metrics.timed("inject")
+def record_injection(
+    keys: ScopeKeys,
+    actor: Actor,
+    query: Any,
+    *,
+    query_id: Any = "",
+    sender_id: Any = "",
+    sender_name: Any = "",
+    top_k: Any = 3,
+) -> Injection:
+    """Build the memory injection for a prompt and store it as an InjectionSnapshot. Audited.
+
+    Raises `Unavailable` when the index, the model or a key fails.
+    """
+    actor.require_bot(keys)
+    query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
+    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
+    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
+    hits = recall(keys, query, top_k=top_k, current_speaker_id=sender_id or None)
+    session_profile, _ = get_profile(keys, PROFILE_SESSION)
+    speaker_profile = get_profile(keys, PROFILE_SPEAKER, sender_id)[0] if sender_id else dict(EMPTY_PROFILE)
+    speaker = {"id": sender_id, "name": sender_name or speaker_profile.get("name", "")}
+    episodes = [hit.as_dict() for hit in hits]
+    blocks = render_blocks(session_profile, speaker, speaker_profile, episodes)
+    context = {
+        "speaker": speaker,
+        "session_profile": session_profile,
+        "speaker_profile": speaker_profile,
+        "episodes": episodes,
+    }
+    chars = sum(len(block) for block in blocks)
+    with transaction.atomic():
+        register_scope(keys)
+        snapshot = InjectionSnapshot(
+            snapshot_id=secrets.token_hex(16),
+            query_id=query_id,
+            session_name=keys.session_name,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            isolation=keys.isolation,
+            speaker_id=sender_id,
+            episode_count=len(episodes),
+            block_count=len(blocks),
+            injected=bool(blocks),
+            injection_chars=chars,
+        )
+        snapshot.set_payload({**context, "query": query, "system_blocks": blocks})
+        snapshot.save(force_insert=True)
+        audit.append(
+            "inject",
+            actor,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            target_type="snapshot",
+            target_id=snapshot.snapshot_id,
+            query_id=query_id,
+            summary=f"injected {len(episodes)} episodes in {len(blocks)} blocks ({chars} chars)",
+            metadata={"episode_ids": [e["episode_id"] for e in episodes]},
+        )
+    prune_snapshots()
+    return Injection(context, blocks, snapshot, hits)
+
+
+def prune_snapshots() -> int:
+    """Delete snapshots older than MEMCONSOLE_SNAPSHOT_RETENTION_DAYS (0 keeps them all)."""
+    days = settings.MEMCONSOLE_SNAPSHOT_RETENTION_DAYS
+    if not days:
+        return 0
+    cutoff = timezone.now() - timedelta(days=days)
+    old = list(InjectionSnapshot.objects.filter(recorded_at__lt=cutoff).values_list("pk", flat=True)[:PRUNE_BATCH])
+    if not old:
+        return 0
+    return InjectionSnapshot.objects.filter(pk__in=old).delete()[0]

@@ -1,0 +1,212 @@
+"""The console's read-side queries: what its screens list, count and look up.
+
+Every function reads within one scope (by its keys) or within the scopes an `Actor` may see, so
+the console's screens never write a query of their own. Lists are keyset pages (`paging`), never
+OFFSET or COUNT(*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import Q, QuerySet
+
+from .audit import Actor
+from .models import (
+    PROFILE_SPEAKER,
+    AuditEntry,
+    Episode,
+    EpisodeCounts,
+    HealthRun,
+    InjectionSnapshot,
+    Profile,
+    ProfileVersion,
+    Scope,
+)
+from .paging import KeysetPage, keyset_page
+from .scopes import ScopeKeys
+
+# The speaker picker reads the newest episodes only, so a scope of millions costs the same.
+SPEAKER_SAMPLE = 500
+
+
+# --- scopes -------------------------------------------------------------------------------------
+
+
+def visible_scopes(actor: Actor) -> QuerySet[Scope]:
+    """The Scope rows this actor may see (all of them, or those of its bots)."""
+    scopes = Scope.objects.all()
+    if actor.bot_uuids is not None:
+        scopes = scopes.filter(bot_uuid__in=actor.bot_uuids)
+    return scopes
+
+
+def visible_scope(actor: Actor, scope_id: int) -> Scope | None:
+    """The scope with this id when the actor may see it, else None (whether absent or not granted)."""
+    return visible_scopes(actor).filter(pk=scope_id).first()
+
+
+def registered_scope(keys: ScopeKeys) -> Scope | None:
+    """The Scope row of these keys, None while the space was never seen."""
+    return Scope.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation).first()
+
+
+def registered_scopes(targets: Iterable[tuple[str, str]]) -> list[Scope]:
+    """The Scope rows of these (scope_key, isolation) pairs that exist, in the same order."""
+    rows = (Scope.objects.filter(scope_key=scope_key, isolation=isolation).first() for scope_key, isolation in targets)
+    return [row for row in rows if row is not None]
+
+
+def scope_page(actor: Actor, search: str, cursor: str | None, limit: int) -> KeysetPage:
+    """A page of the visible scopes, newest first, matching `search` (session, bot or scope key);
+    each scope carries its `counts`, read for the whole page at once."""
+    rows = visible_scopes(actor)
+    if search:
+        rows = rows.filter(
+            Q(session_name__icontains=search) | Q(bot_uuid__icontains=search) | Q(scope_key__icontains=search)
+        )
+    page = keyset_page(rows, "id", cursor, limit)
+    counts = EpisodeCounts.objects.in_bulk({scope.user_key for scope in page.items}, field_name="user_key")
+    for scope in page.items:
+        scope.counts = counts.get(scope.user_key) or EpisodeCounts(user_key=scope.user_key)
+    return page
+
+
+def stored_counts(keys: ScopeKeys) -> EpisodeCounts | None:
+    """The scope's episode counters, None while nothing was ever stored in it."""
+    return EpisodeCounts.objects.filter(user_key=keys.user_key).first()
+
+
+def scope_counts(keys: ScopeKeys) -> EpisodeCounts:
+    """The scope's episode counters (all zero while nothing was ever stored)."""
+    return stored_counts(keys) or EpisodeCounts(user_key=keys.user_key)
+
+
+# --- episodes -----------------------------------------------------------------------------------
+
+
+def known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
+    """(sender_id, sender_name) of those with a speaker profile and those behind the latest
+    episodes, by sender_id. Bounded on purpose (the newest SPEAKER_SAMPLE of each)."""
+    speakers: dict[str, str] = {}
+    recent = (
+        Episode.objects.in_scope(keys.user_key).order_by("-id").values_list("sender_id", "sender_name")[:SPEAKER_SAMPLE]
+    )
+    for sender_id, sender_name in recent:
+        if sender_id and sender_id not in speakers:
+            speakers[sender_id] = sender_name
+    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list(
+        "sender_id", flat=True
+    )
+    for sender_id in profiled[:SPEAKER_SAMPLE]:
+        speakers.setdefault(sender_id, "")
+    return sorted(speakers.items())
+
+
+def newer_versions(keys: ScopeKeys, episode: Episode, limit: int) -> list[Episode]:
+    """The episodes that superseded this one, nearest first (at most `limit`, stopping at a loop)."""
+    newer: list[Episode] = []
+    current: Episode | None = episode
+    while current is not None and current.superseded_by and len(newer) < limit:
+        current = Episode.objects.in_scope(keys.user_key).filter(episode_id=current.superseded_by).first()
+        if current is None or current in newer:
+            break
+        newer.append(current)
+    return newer
+
+
+def replaced_episodes(keys: ScopeKeys, episode: Episode, limit: int) -> list[Episode]:
+    """The episodes this one superseded, newest first."""
+    rows = Episode.objects.in_scope(keys.user_key).filter(superseded_by=episode.episode_id)
+    return list(rows.order_by("-id")[:limit])
+
+
+def episode_statuses(keys: ScopeKeys, episode_ids: list[str]) -> dict[str, str]:
+    """{episode_id: status} of those among `episode_ids` that are in this scope (bulk previews)."""
+    rows = Episode.objects.in_scope(keys.user_key).with_ids(episode_ids)
+    return dict(rows.values_list("episode_id", "status"))
+
+
+# --- profiles -----------------------------------------------------------------------------------
+
+
+def speaker_profile_page(keys: ScopeKeys, cursor: str | None, limit: int) -> KeysetPage:
+    """A page of the scope's speaker profiles, newest first."""
+    rows = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER)
+    return keyset_page(rows, "id", cursor, limit)
+
+
+def profile_version_page(profile: Profile, cursor: str | None, limit: int) -> KeysetPage:
+    """A page of a profile's stored versions, newest first."""
+    return keyset_page(profile.versions.all(), "version", cursor, limit)
+
+
+def profile_versions(profile: Profile, versions: Iterable[int]) -> dict[int, ProfileVersion]:
+    """{version: row} of those of `versions` that the profile has."""
+    return {row.version: row for row in profile.versions.filter(version__in=list(versions))}
+
+
+# --- injection snapshots ------------------------------------------------------------------------
+
+
+def _snapshots(keys: ScopeKeys) -> QuerySet[InjectionSnapshot]:
+    return InjectionSnapshot.objects.filter(scope_key=keys.scope_key, isolation=keys.isolation)
+
+
+def snapshot_page(keys: ScopeKeys, cursor: str | None, limit: int) -> KeysetPage:
+    """A page of the scope's injection snapshots, newest first."""
+    return keyset_page(_snapshots(keys), "id", cursor, limit)
+
+
+def latest_snapshot(keys: ScopeKeys) -> InjectionSnapshot | None:
+    return _snapshots(keys).order_by("-id").first()
+
+
+def find_snapshot(keys: ScopeKeys, snapshot_id: str) -> InjectionSnapshot | None:
+    """The scope's snapshot with this id, None when absent or another scope's."""
+    return _snapshots(keys).filter(snapshot_id=snapshot_id).first()
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+def _audit_conditions(keys: ScopeKeys) -> tuple[Q, Q]:
+    """A scope's audit entries: those of its scope_key, and those of its user_key (the episodes
+    it shares with the bot's other sessions in bot isolation)."""
+    return Q(scope_key=keys.scope_key), Q(user_key=keys.user_key)
+
+
+def scope_audit_entries(keys: ScopeKeys) -> QuerySet[AuditEntry]:
+    """Every audit entry of the scope (what the audit screen lists and the exports carry)."""
+    by_scope, by_user = _audit_conditions(keys)
+    return AuditEntry.objects.filter(by_scope | by_user)
+
+
+def audit_page(keys: ScopeKeys, cursor: str | None, limit: int, *, operation: str = "", actor: str = "") -> KeysetPage:
+    """A page of `scope_audit_entries`, newest first, optionally of one operation and an actor
+    matching `actor`. Read as two querysets that each walk one index in seq order, which
+    `keyset_page` merges (an OR would not stay an ordered index walk on every database)."""
+    parts = [AuditEntry.objects.filter(condition) for condition in reversed(_audit_conditions(keys))]
+    if operation:
+        parts = [part.filter(operation=operation) for part in parts]
+    if actor:
+        parts = [part.filter(actor__icontains=actor) for part in parts]
+    return keyset_page(parts, "seq", cursor, limit)
+
+
+def episode_history(keys: ScopeKeys, episode_id: str, limit: int) -> list[AuditEntry]:
+    """The newest audit entries about one episode of the scope."""
+    rows = AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode_id)
+    return list(rows.order_by("-seq")[:limit])
+
+
+# --- health -------------------------------------------------------------------------------------
+
+
+def health_run_page(cursor: str | None, limit: int) -> KeysetPage:
+    """A page of the stored health runs, newest first."""
+    return keyset_page(HealthRun.objects.all(), "id", cursor, limit)
+
+
+def latest_health_run() -> HealthRun | None:
+    return HealthRun.objects.order_by("-id").first()

@@ -1,0 +1,148 @@
+"""Input validation and limits: the one place for every limit a memory operation enforces.
+
+Each `validate_*` returns the clean value or raises `errors.ValidationError` naming the field.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from .errors import ValidationError
+from .models import STATUS_ACTIVE, STATUSES
+
+MAX_TAGS = 20
+MAX_TAG_CHARS = 64
+MAX_SENDER_CHARS = 255
+MAX_TRAITS = 20
+MAX_PREFERENCES = 10
+MAX_ITEM_CHARS = 200
+MAX_NOTES = 2000
+MAX_PROFILE_NAME = 100
+MAX_QUERY_CHARS = 2000
+MAX_QUERY_ID_CHARS = 255
+TOP_K_MAX = 50
+PAGE_SIZES = (10, 25, 50)
+MAX_LIST_LIMIT = 200
+
+EPISODE_ID_CHARS = "[0-9a-f]{12}"  # what `models.new_episode_id` makes
+EPISODE_ID = re.compile(f"^{EPISODE_ID_CHARS}$")
+EPISODE_ID_IN_TEXT = re.compile(rf"\b{EPISODE_ID_CHARS}\b")
+
+
+def max_content_chars() -> int:
+    return settings.MEMCONSOLE_MAX_CONTENT_CHARS
+
+
+def is_utf8(value: str) -> bool:
+    """False for strings no database or tokenizer can take (lone surrogates, e.g. from JSON "\\ud800")."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def is_episode_id(value: Any) -> bool:
+    return isinstance(value, str) and EPISODE_ID.match(value) is not None
+
+
+def text(value: Any, name: str, max_chars: int, required: bool = False) -> str:
+    """A string of at most `max_chars` characters, without NUL or lone surrogates (None reads as "")."""
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be a string", field=name)
+    if "\x00" in value:
+        raise ValidationError(f"{name} contains a NUL character", field=name)
+    if not is_utf8(value):
+        raise ValidationError(f"{name} is not valid text (it holds a lone surrogate)", field=name)
+    if required and not value.strip():
+        raise ValidationError(f"{name} must not be empty", field=name)
+    if len(value) > max_chars:
+        raise ValidationError(f"{name} is longer than {max_chars} characters", field=name)
+    return value
+
+
+def validate_tags(tags: Any) -> list[str]:
+    if tags is None:
+        return []
+    if isinstance(tags, str) or not isinstance(tags, (list, tuple)):
+        raise ValidationError("tags must be a list of strings", field="tags")
+    out: list[str] = []
+    for tag in tags:
+        tag = text(tag, "tags", MAX_TAG_CHARS).strip()
+        if "," in tag:
+            raise ValidationError("a tag may not contain a comma", field="tags")
+        if tag and tag not in out:
+            out.append(tag)
+    if len(out) > MAX_TAGS:
+        raise ValidationError(f"at most {MAX_TAGS} tags", field="tags")
+    return out
+
+
+def validate_importance(value: Any, name: str = "importance") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValidationError(f"{name} must be a whole number from 1 to 5", field=name)
+    if not 1 <= value <= 5:
+        raise ValidationError(f"{name} must be from 1 to 5", field=name)
+    return value
+
+
+def validate_statuses(statuses: Any) -> list[str]:
+    """The statuses named (de-duplicated, in order); None means active only."""
+    if statuses is None:
+        return [STATUS_ACTIVE]
+    if isinstance(statuses, str) or not isinstance(statuses, (list, tuple, set, frozenset)):
+        raise ValidationError("statuses must be a list", field="statuses")
+    out = []
+    for status in statuses:
+        if status not in STATUSES:
+            raise ValidationError(f"unknown status {status!r} (use {', '.join(STATUSES)})", field="statuses")
+        if status not in out:
+            out.append(status)
+    if not out:
+        raise ValidationError("statuses must name at least one status", field="statuses")
+    return out
+
+
+def validate_datetime(value: Any, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, datetime):
+        raise ValidationError(f"{name} must be a date and time", field=name)
+    if timezone.is_naive(value):
+        raise ValidationError(f"{name} must carry a time zone", field=name)
+    try:
+        value.astimezone(UTC)  # stored and compared in UTC: 9999-12-31T23:00-05:00 has no UTC time
+    except (OverflowError, ValueError):
+        raise ValidationError(f"{name} is out of range", field=name) from None
+    return value
+
+
+def validate_top_k(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= TOP_K_MAX:
+        raise ValidationError(f"top_k must be a whole number from 1 to {TOP_K_MAX}", field="top_k")
+    return value
+
+
+def validate_list_limit(value: Any) -> int:
+    """A page size for listing episodes: 1 to MAX_LIST_LIMIT."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_LIST_LIMIT:
+        raise ValidationError("page size out of range", field="limit")
+    return value
+
+
+def validate_episode_ids(value: Any) -> list[str]:
+    """A list of episode ids as given, or ValidationError (anything else, e.g. an object, is refused)."""
+    if isinstance(value, str) or not isinstance(value, (list, tuple, set, frozenset)):
+        raise ValidationError("episode_ids must be a list of episode ids", field="episode_ids")
+    if not all(isinstance(episode_id, str) for episode_id in value):
+        raise ValidationError("episode ids must be strings", field="episode_ids")
+    if not value:
+        raise ValidationError("no episodes selected", field="episode_ids")
+    return list(value)

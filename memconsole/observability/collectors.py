@@ -1,0 +1,51 @@
+"""Series read from the database when /metrics is scraped, from counters kept in step by the
+domain, so that a scrape never counts a million rows: episodes by status (`EpisodeCounts`, one row
+per isolation key), episodes not indexed (the `vector_current` index; at most NOT_INDEXED_CAP are
+counted, which says "more than the cap" as clearly as an exact figure would) and the audit chain's
+length (`AuditHead.seq`). Read once per scrape, whichever worker answers it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from django.db import DatabaseError
+from django.db.models import Sum
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from memconsole.memory.models import STATUSES, AuditHead, Episode, EpisodeCounts
+
+NOT_INDEXED_CAP = 100_000
+
+log = logging.getLogger(__name__)
+
+
+class MemoryCollector(Collector):
+    def describe(self) -> list[Metric]:
+        return []  # nothing is read when the collector is registered, only when it is scraped
+
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("memconsole_database_up", "Whether /metrics could read the database.")
+        try:
+            totals = EpisodeCounts.objects.aggregate(**{status: Sum(status) for status in STATUSES})
+            not_indexed = Episode.objects.filter(vector_current=False).values("pk")[:NOT_INDEXED_CAP].count()
+            chain_length = AuditHead.objects.filter(pk=1).values_list("seq", flat=True).first() or 0
+        except DatabaseError as exc:
+            log.warning("metrics: the database could not be read: %s", exc)
+            up.add_metric([], 0)
+            yield up
+            return
+        up.add_metric([], 1)
+        yield up
+        episodes = GaugeMetricFamily("memconsole_episodes", "Episodes by status.", labels=["status"])
+        for status in STATUSES:
+            episodes.add_metric([status], totals[status] or 0)
+        yield episodes
+        yield GaugeMetricFamily(
+            "memconsole_episodes_not_indexed",
+            f"Episodes saved but not (or not currently) in the vector index; `manage.py reindex` indexes "
+            f"them. Counted up to {NOT_INDEXED_CAP}.",
+            value=not_indexed,
+        )
+        yield GaugeMetricFamily("memconsole_audit_chain_length", "Entries in the audit hash chain.", value=chain_length)

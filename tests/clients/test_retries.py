@@ -1,0 +1,132 @@
+"""The client's retries (429 and 503 after Retry-After, within a budget), against a scripted transport."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from email.utils import format_datetime
+
+import anyio
+import httpx
+import pytest
+from memconsole_client import AsyncMemoryClient, MemconsoleError, MemoryClient, Retry
+from memconsole_client.types import Profile
+
+PROFILE: Profile = {
+    "type": "session",
+    "sender_id": "",
+    "name": "",
+    "traits": [],
+    "preferences": [],
+    "notes": "",
+    "version": 0,
+    "updated_at": None,
+}
+
+
+def limited(retry_after: str | None = "2", status: int = 429) -> httpx.Response:
+    headers = {"Retry-After": retry_after} if retry_after is not None else {}
+    code = "rate_limited" if status == 429 else "unavailable"
+    return httpx.Response(status, json={"error": {"code": code, "message": "wait"}}, headers=headers)
+
+
+def scripted(*answers: httpx.Response) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    seen: list[httpx.Request] = []
+    queue = list(answers)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return queue.pop(0)
+
+    return httpx.MockTransport(handler), seen
+
+
+@pytest.fixture
+def sleeps(monkeypatch) -> list[float]:
+    slept: list[float] = []
+    monkeypatch.setattr("memconsole_client.client.time.sleep", slept.append)
+    return slept
+
+
+def sync_client(transport: httpx.MockTransport, retry: Retry | None = None) -> MemoryClient:
+    return MemoryClient(
+        "http://memory.test", "mct_x", "bot-a", "g", retry=retry, http_client=httpx.Client(transport=transport)
+    )
+
+
+def test_it_retries_429_and_503_after_retry_after(sleeps):
+    transport, seen = scripted(limited("2"), limited("1", status=503), httpx.Response(200, json=PROFILE))
+    assert sync_client(transport).get_profile() == PROFILE
+    assert sleeps == [2.0, 1.0] and len(seen) == 3
+    assert {request.url.params["bot_uuid"] for request in seen} == {"bot-a"}  # the same request each time
+
+
+def test_it_backs_off_exponentially_without_retry_after(sleeps):
+    transport, _ = scripted(limited(None, 503), limited(None, 503), httpx.Response(200, json=PROFILE))
+    sync_client(transport, Retry(backoff=0.25)).get_profile()
+    assert sleeps == [0.25, 0.5]
+
+
+def test_it_reads_an_http_date_retry_after(sleeps):
+    when = format_datetime(datetime.now(UTC) + timedelta(seconds=5), usegmt=True)
+    transport, _ = scripted(limited(when), httpx.Response(200, json=PROFILE))
+    sync_client(transport).get_profile()
+    assert len(sleeps) == 1 and 3 <= sleeps[0] <= 6
+
+
+def test_it_gives_up_when_the_wait_would_overrun_the_budget(sleeps):
+    transport, seen = scripted(limited("5"), limited("30"))
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport, Retry(budget=20)).get_profile()
+    assert (error.value.status, error.value.code, error.value.retry_after) == (429, "rate_limited", 30)
+    assert sleeps == [5.0] and len(seen) == 2  # waited 5 s, then 30 more would pass 20: raised at once
+
+
+def test_it_gives_up_after_its_attempts(sleeps):
+    transport, seen = scripted(*[limited("1")] * 3)
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport, Retry(attempts=2)).recall("x")
+    assert error.value.status == 429 and sleeps == [1.0, 1.0] and len(seen) == 3
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 500])
+def test_it_never_retries_other_errors(sleeps, status):
+    transport, seen = scripted(httpx.Response(status, json={"error": {"code": "no", "message": "no"}}))
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport).get_profile()
+    assert error.value.status == status and sleeps == [] and len(seen) == 1
+
+
+def test_it_can_be_told_never_to_retry(sleeps):
+    transport, seen = scripted(limited("1"))
+    with pytest.raises(MemconsoleError):
+        sync_client(transport, Retry.never()).get_profile()
+    assert sleeps == [] and len(seen) == 1
+
+
+def test_it_reports_a_non_json_answer():
+    transport, _ = scripted(httpx.Response(200, text="<html>proxy</html>"))
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport).get_profile()
+    assert (error.value.status, error.value.code) == (0, "bad_response")
+    transport, _ = scripted(httpx.Response(502, text="Bad gateway"))
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport).get_profile()
+    assert (error.value.status, error.value.code, error.value.message) == (502, "http_error", "Bad gateway")
+
+
+def test_the_async_client_retries_the_same_way(monkeypatch):
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr("memconsole_client.async_client.anyio.sleep", sleep)
+    transport, seen = scripted(limited("3"), httpx.Response(200, json=PROFILE))
+
+    async def main() -> Profile:
+        async with httpx.AsyncClient(transport=transport) as http:
+            memory = AsyncMemoryClient("http://memory.test", "mct_x", "bot-a", "g", http_client=http)
+            return await memory.get_profile()
+
+    assert anyio.run(main) == PROFILE
+    assert slept == [3.0] and len(seen) == 2
