@@ -31,7 +31,7 @@ $(VENV)/.run-installed: requirements.txt | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	@touch $@
 
-$(VENV)/.test-installed: requirements.txt requirements-test.txt | $(BIN)/python
+$(VENV)/.test-installed: requirements.txt requirements-test.txt clients/python/pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -r requirements-test.txt
 	@touch $@ $(VENV)/.run-installed
 
@@ -40,7 +40,7 @@ migrate: $(VENV)/.run-installed
 
 run: migrate
 	$(BIN)/python manage.py first_start
-	@echo "Serving memconsole on http://$(HOST):$(PORT)/ (Ctrl-C stops it)"
+	@echo "Serving memconsole on http://$(HOST):$(PORT)/ for this one machine (Ctrl-C stops it); for more, put nginx in front (deploy/nginx.conf, docs/operations.md)"
 	$(BIN)/gunicorn memconsole.wsgi --config python:memconsole.gunicorn_config --bind $(HOST):$(PORT)
 
 test: $(VENV)/.test-installed
@@ -54,11 +54,14 @@ lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
 	@echo "== mypy"
 	$(BIN)/mypy
+	@echo "== mypy (clients/python, its own strict config)"
+	cd clients/python && ../../$(BIN)/mypy
 	@echo "== makemigrations --check (every model change has its migration)"
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
+	cd clients/python && ../../$(BIN)/mypy
 
 format: $(VENV)/.test-installed
 	$(BIN)/ruff format .

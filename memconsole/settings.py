@@ -73,7 +73,7 @@ VAR_DIR = Path(env("MEMCONSOLE_VAR_DIR") or BASE_DIR / "var")
 
 DEBUG = envbool("DEBUG", False)
 
-SECRET_KEY = env("SECRET_KEY")
+SECRET_KEY: str = env("SECRET_KEY") or ""
 if not SECRET_KEY:
     if PRODUCTION:
         raise ImproperlyConfigured("SECRET_KEY is required when MEMCONSOLE_ENV=production")

@@ -6,6 +6,7 @@ from django.urls import include, path, re_path
 
 from memconsole.api import probes
 from memconsole.api import views as api_views
+from memconsole.console.views import account as account_views
 from memconsole.mcp import views as mcp_views
 from memconsole.observability import views as observability_views
 
@@ -17,8 +18,8 @@ urlpatterns = [
     # Login, logout and changing one's own password; no anonymous password-reset pages (no mail here).
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("accounts/password_change/", auth_views.PasswordChangeView.as_view(), name="password_change"),
-    path("accounts/password_change/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("accounts/password_change/", account_views.password_change, name="password_change"),
+    path("accounts/password_change/done/", account_views.password_change_done, name="password_change_done"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("mcp", mcp_views.endpoint, name="mcp"),  # the MCP server (Streamable HTTP), bot tokens
     path("api/v1/", include("memconsole.api.urls")),

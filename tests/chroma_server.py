@@ -23,7 +23,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import chromadb
 import pytest
+from chromadb.config import Settings as ChromaSettings
+
+from memconsole.lib import vectors
 
 HOST = "127.0.0.1"
 START_TIMEOUT_SECONDS = 60.0
@@ -139,10 +143,6 @@ def reset_server_collections(host: str, port: int) -> int:
     a server shared by the session must be emptied after each test to keep tests independent.
     Uses its own client, so it works whatever a test did to the settings or the shared client.
     """
-    import chromadb
-    from chromadb.config import Settings as ChromaSettings
-
-    from memconsole.lib import vectors
 
     client = chromadb.HttpClient(host=host, port=port, settings=ChromaSettings(anonymized_telemetry=False))
     dropped = 0

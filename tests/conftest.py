@@ -1,11 +1,14 @@
-"""Shared fixtures: the real model, a fresh embedded Chroma per test, users for each role."""
+"""Shared fixtures: the real model, a fresh embedded Chroma per test, users for each role and
+`client_for(user)`, a client logged in as one of them."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.contrib.auth.models import Group, User
+from django.test import Client
 
 from memconsole.lib import vectors
 from memconsole.memory import episodes
@@ -92,38 +95,37 @@ def granted_viewer(db):
     return user
 
 
-def _client_for(client_class, user):
-    client = client_class()
-    client.force_login(user)
-    return client
+@pytest.fixture
+def client_for(db):
+    """client_for(user, **options): a test Client logged in as `user`; options go to Client()
+    (`enforce_csrf_checks=True` for the CSRF tests)."""
+
+    def logged_in(user: User, **options: Any) -> Client:
+        client = Client(**options)
+        client.force_login(user)
+        return client
+
+    return logged_in
 
 
 @pytest.fixture
-def viewer_client(viewer):
-    from django.test import Client
-
-    return _client_for(Client, viewer)
+def viewer_client(client_for, viewer):
+    return client_for(viewer)
 
 
 @pytest.fixture
-def operator_client(operator):
-    from django.test import Client
-
-    return _client_for(Client, operator)
+def operator_client(client_for, operator):
+    return client_for(operator)
 
 
 @pytest.fixture
-def admin_client_(admin_user):
-    from django.test import Client
-
-    return _client_for(Client, admin_user)
+def admin_client_(client_for, admin_user):
+    return client_for(admin_user)
 
 
 @pytest.fixture
-def granted_client(granted_viewer):
-    from django.test import Client
-
-    return _client_for(Client, granted_viewer)
+def granted_client(client_for, granted_viewer):
+    return client_for(granted_viewer)
 
 
 @pytest.fixture

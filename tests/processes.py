@@ -1,10 +1,13 @@
-"""What the tests that run memconsole in subprocesses share (tests/deploy, tests/reliability):
-where things are, a clean environment for a child process, and a PostgreSQL database of their own."""
+"""What the tests that run memconsole in subprocesses share (tests/deploy, tests/reliability, ...):
+where things are, a clean environment for a child process, a runner for the tests' scripts, and a
+PostgreSQL database of their own."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +15,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
+from psycopg import sql
 
 REPO = Path(__file__).resolve().parents[1]
 MANAGE = REPO / "manage.py"
@@ -42,15 +47,28 @@ def clean_env(**settings: Any) -> dict[str, str]:
     return env
 
 
+def run_script(
+    script: Path, env: dict[str, str], payload: Any = None, *, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """Run one of the tests' scripts (real modules under tests/*/scripts/) in a fresh Python from the
+    repository's root, with `env` and `payload` as JSON on stdin; output captured as text."""
+    return subprocess.run(
+        [sys.executable, str(script)],
+        cwd=REPO,
+        env=env,
+        input=json.dumps(payload if payload is not None else {}),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 @contextmanager
 def own_postgres_database(prefix: str, needed_for: str) -> Iterator[str]:
     """The URL of a new PostgreSQL database `<prefix>_<pid>_<random>`, dropped afterwards.
 
     Skips when PostgreSQL is unreachable, except in CI (CI set), where that is a failure.
     """
-    import psycopg
-    from psycopg import sql
-
     try:
         admin = psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3, autocommit=True)
     except psycopg.OperationalError as exc:

@@ -83,7 +83,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
             if target.startswith(node + ".") or node.startswith(target + "."):
                 continue  # a package and its own submodules
             if state.get(target) == 1:
-                return stack[stack.index(target) :] + [target]
+                return [*stack[stack.index(target) :], target]
             if target not in state and (cycle := visit(target)):
                 return cycle
         stack.pop()

@@ -22,6 +22,7 @@ from .schemas import (
     Profile,
     ProfileQuery,
     ProfileUpdateRequest,
+    ProfileUpdateResponse,
     RecallRequest,
     RecallResponse,
     RememberRequest,
@@ -45,6 +46,8 @@ def remember(request: HttpRequest, payload: Annotated[RememberRequest, JsonBody(
             "status": episode.status,
             "superseded": result.superseded,
             "indexed": result.indexed,
+            "importance": episode.importance,
+            "adjusted": result.adjusted,
         },
     )
 
@@ -83,9 +86,19 @@ def get_profile(request: HttpRequest, params: Annotated[ProfileQuery, StrictQuer
     return _profile(profile_type, sender_id, data, row)
 
 
+def profile_change_answer(profile_type: str, sender_id: str, change: profiles.ProfileChange) -> dict[str, Any]:
+    """The answer to a profile update: the profile after it, what a full profile evicted, what was cut."""
+    row = change.profile
+    return {
+        **_profile(profile_type, sender_id, row.payload, row),
+        "evicted": {"traits": change.evicted.get("traits", []), "preferences": change.evicted.get("preferences", [])},
+        "adjusted": change.adjusted,
+    }
+
+
 @router.post(
     "profile",
-    response=Profile,
+    response=ProfileUpdateResponse,
     summary="Change a profile (each change keeps the previous version)",
     url_name="profile_update",
 )
@@ -93,9 +106,9 @@ def update_profile(request: HttpRequest, payload: Annotated[ProfileUpdateRequest
     keys = scope_for(request, *payload.scope())
     profile_type, sender_id = payload.type or PROFILE_SESSION, payload.sender_id or ""
     changes = payload.changes.model_dump(exclude_none=True) if payload.changes else {}
-    lists = payload.operation_fields(exclude={"type", "sender_id", "changes"})
-    row = profiles.update_profile(keys, actor_for(request), profile_type, sender_id, **changes, **lists)
-    return _profile(profile_type, sender_id, row.payload, row)
+    fields = payload.operation_fields(exclude={"type", "sender_id", "changes"})
+    change = profiles.change_profile(keys, actor_for(request), profile_type, sender_id, **changes, **fields)
+    return profile_change_answer(profile_type, sender_id, change)
 
 
 @router.post("forget", response=ForgetResponse, summary="Delete one episode of this scope")

@@ -1,8 +1,9 @@
 """The API's one error shape, `{"error": {"code", "message", "field"?}}`, and how input errors earn it.
 
     400 malformed JSON or wrong types   401 no, unknown or revoked token   403 bot not held by the token
-    404 no such object in this scope    405 wrong method                   413 body over the limit
-    422 valid JSON breaking a rule      429 rate limit (Retry-After)       503 an outside system is down
+    404 no such object in this scope    405 wrong method                   409 `if_version` is stale
+    413 body over the limit             422 valid JSON breaking a rule     429 rate limit (Retry-After)
+    503 an outside system is down
 
 A request schema (schemas.py) refuses wrong types and unknown fields with 400 and values that break
 a limit with 422; `refusal` turns pydantic's errors into the one `ApiError` the request earns.
@@ -66,6 +67,12 @@ def error_response(
     if field:
         error["field"] = field
     return json_response({"error": error}, status=status, headers=headers)
+
+
+def conflict_response(message: str, current_version: int) -> JsonResponse:
+    """409 `{"error": {"code": "conflict", ..., "current_version": N}}`: nothing was changed."""
+    error = {"code": "conflict", "message": message, "field": "if_version", "current_version": current_version}
+    return json_response({"error": error}, status=409)
 
 
 def api_error_response(exc: ApiError) -> JsonResponse:

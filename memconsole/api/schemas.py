@@ -35,7 +35,7 @@ _ISO_DATETIME = re.compile(
 DATETIME_SCHEMA = {
     "type": "string",
     "format": "date-time",
-    "description": "ISO-8601 with a time zone ('Z' or an offset)",
+    "description": "ISO-8601 with a time zone ('Z' or an offset); in a request, a time without one is read as UTC",
 }
 EPISODE_ID_PATTERN = f"^{validation.EPISODE_ID_CHARS}$"
 NON_BLANK: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}  # what `_not_blank` keeps, in JSON Schema words
@@ -82,7 +82,7 @@ def _content_schema(schema: dict[str, Any]) -> None:
 
 
 def _datetime(value: Any) -> datetime:
-    """An ISO-8601 date-time with a time zone, in UTC: a wrong shape is a wrong type, a naive one a rule."""
+    """An ISO-8601 date-time, in UTC: a wrong shape is a wrong type; one without a zone is read as UTC."""
     if not isinstance(value, str):
         raise PydanticCustomError("invalid_type", "must be an ISO-8601 date-time string")
     if not _ISO_DATETIME.fullmatch(value):
@@ -92,7 +92,7 @@ def _datetime(value: Any) -> datetime:
     except ValueError as exc:
         raise PydanticCustomError("invalid_type", "is not a valid date-time: {reason}", {"reason": str(exc)}) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
-        raise PydanticCustomError("invalid", "must carry a time zone ('Z' or an offset such as +08:00)")
+        parsed = parsed.replace(tzinfo=UTC)  # LangBot's rule
     try:
         return parsed.astimezone(UTC)
     except OverflowError:
@@ -110,7 +110,15 @@ Item = Annotated[
     Text, Field(max_length=validation.MAX_ITEM_CHARS, json_schema_extra=NON_BLANK), AfterValidator(_not_blank)
 ]
 # The bounds go before the validator, on the integer itself, so that the JSON Schema carries them.
-Importance = Annotated[int, Field(ge=1, le=5), BeforeValidator(_whole_number)]
+Importance = Annotated[
+    int, Field(ge=validation.MIN_IMPORTANCE, le=validation.MAX_IMPORTANCE), BeforeValidator(_whole_number)
+]
+# An importance to store: any whole number, clamped to 1-5 by the domain (and named in `adjusted`).
+StoredImportance = Annotated[
+    int,
+    Field(description="1-5; a whole number outside is stored clamped (7 -> 5, 0 -> 1) and named in `adjusted`"),
+    BeforeValidator(_whole_number),
+]
 TopK = Annotated[int, Field(ge=1, le=validation.TOP_K_MAX), BeforeValidator(_whole_number)]
 DateTime = Annotated[datetime, PlainValidator(_datetime), WithJsonSchema(DATETIME_SCHEMA)]
 # models.ISOLATION_SESSION, ISOLATION_BOT ("" reads as session) and models.PROFILE_SESSION, PROFILE_SPEAKER:
@@ -118,7 +126,8 @@ IsolationName = Literal["session", "bot", ""]
 ProfileTypeName = Literal["session", "speaker"]
 Isolation = Annotated[IsolationName, BeforeValidator(_string)]
 ProfileType = Annotated[ProfileTypeName, BeforeValidator(_string)]
-Statuses = Annotated[list[Annotated[StatusName, BeforeValidator(_string)]], Field(min_length=1)]
+Statuses = list[Annotated[StatusName, BeforeValidator(_string)]]
+QueryId = Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)]
 
 assert get_args(IsolationName)[:2] == (ISOLATION_SESSION, ISOLATION_BOT)
 assert get_args(ProfileTypeName) == (PROFILE_SESSION, PROFILE_SPEAKER)
@@ -171,10 +180,13 @@ class RememberRequest(ScopedRequest):
         description=f"at most {validation.MAX_TAGS} items, repeats included; correction, fact-update or "
         "clarification supersede similar active episodes",
     )
-    importance: Importance | None = 2
+    importance: StoredImportance | None = 2
     sender_id: Sender | None = None
     sender_name: Sender | None = None
     timestamp: DateTime | None = Field(None, description="event time; now when absent")
+    query_id: QueryId | None = Field(
+        None, description="the message that produced this memory, kept on the episode and its audit entry"
+    )
 
 
 class RecallRequest(ScopedRequest):
@@ -185,7 +197,7 @@ class RecallRequest(ScopedRequest):
     time_after: DateTime | None = None
     time_before: DateTime | None = None
     tags: Tags | None = Field(None, description="keep episodes carrying any of these tags")
-    statuses: Statuses | None = Field([STATUSES[0]], description="the statuses to search; active when absent")
+    statuses: Statuses | None = Field([STATUSES[0]], description="the statuses to search; active when absent or empty")
 
 
 class ProfileQuery(ScopedRequest):
@@ -195,19 +207,35 @@ class ProfileQuery(ScopedRequest):
 
 class ProfileChanges(Request):
     name: Annotated[Text, Field(max_length=validation.MAX_PROFILE_NAME)] | None = None
-    notes: Annotated[Text, Field(max_length=validation.MAX_NOTES)] | None = None
+    notes: Text | None = Field(
+        None, description=f"cut at {validation.MAX_NOTES} characters (then `adjusted` names notes)"
+    )
 
 
 class ProfileUpdateRequest(ProfileQuery):
     changes: ProfileChanges | None = Field(None, alias="set")
     add_traits: Annotated[list[Item], Field(max_length=validation.MAX_TRAITS)] | None = Field(
-        None, description=f"a profile holds at most {validation.MAX_TRAITS} traits"
+        None,
+        description=f"a profile holds at most {validation.MAX_TRAITS} traits: a full one evicts its oldest "
+        "(named in `evicted`)",
     )
     remove_traits: Annotated[list[Item], Field(max_length=validation.MAX_TRAITS)] | None = None
     add_preferences: Annotated[list[Item], Field(max_length=validation.MAX_PREFERENCES)] | None = Field(
-        None, description=f"a profile holds at most {validation.MAX_PREFERENCES} preferences"
+        None,
+        description=f"a profile holds at most {validation.MAX_PREFERENCES} preferences: a full one evicts its "
+        "oldest (named in `evicted`)",
     )
     remove_preferences: Annotated[list[Item], Field(max_length=validation.MAX_PREFERENCES)] | None = None
+    append_notes: Text | None = Field(
+        None,
+        description="a line added to the notes (after `set.notes`, on a new line), without read-modify-write; "
+        f"the notes are cut at {validation.MAX_NOTES} characters",
+    )
+    if_version: Annotated[int, Field(ge=0), BeforeValidator(_whole_number)] | None = Field(
+        None,
+        description="the version the writer read (0: no profile yet); when the stored version differs, "
+        "409 conflict and nothing is changed",
+    )
 
 
 class ForgetRequest(ScopedRequest):
@@ -222,7 +250,7 @@ class ForgetRequest(ScopedRequest):
 
 class InjectRequest(ScopedRequest):
     query: Query
-    query_id: Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)] | None = None
+    query_id: QueryId | None = None
     sender_id: Sender | None = None
     sender_name: Sender | None = None
     top_k: TopK | None = 3
@@ -241,7 +269,7 @@ class ErrorDetail(BaseModel):
     code: str = Field(
         description="malformed_json, invalid_body, invalid_type, unknown_field, bad_request (400); "
         "unauthorized (401); forbidden (403); not_found (404); method_not_allowed (405); "
-        "payload_too_large (413); invalid (422); rate_limited (429); unavailable (503)"
+        "conflict (409); payload_too_large (413); invalid (422); rate_limited (429); unavailable (503)"
     )
     message: str
     field: str = Field("", description="the offending input, where there is one")
@@ -251,6 +279,23 @@ class Error(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     error: ErrorDetail
+
+
+class ConflictDetail(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    code: Literal["conflict"]
+    message: str
+    field: Literal["if_version"]
+    current_version: int = Field(ge=0, description="the version stored now: read it again and re-apply")
+
+
+class ConflictError(BaseModel):
+    """409: `if_version` is not the stored version; nothing was changed"""
+
+    model_config = ConfigDict(extra="forbid")
+
+    error: ConflictDetail
 
 
 class Breakdown(BaseModel):
@@ -277,6 +322,9 @@ class Episode(BaseModel):
     status: StatusName
 
 
+Adjusted = Field(description="the inputs stored changed to fit a limit (e.g. importance 7 stored as 5)")
+
+
 class RememberResponse(BaseModel):
     episode_id: EpisodeId
     status: StatusName
@@ -284,6 +332,8 @@ class RememberResponse(BaseModel):
     indexed: bool = Field(
         description="false: stored, but not searchable until the index takes it (`manage.py reindex`)"
     )
+    importance: Annotated[int, Field(ge=1, le=5)] = Field(description="as stored")
+    adjusted: list[Literal["importance"]] = Adjusted
 
 
 class RecallResponse(BaseModel):
@@ -306,6 +356,16 @@ class Profile(BaseModel):
     notes: Annotated[str, Field(max_length=validation.MAX_NOTES)]
     version: int = Field(ge=0, description="0 until the first change")
     updated_at: Timestamp | None
+
+
+class Evicted(BaseModel):
+    traits: list[str]
+    preferences: list[str]
+
+
+class ProfileUpdateResponse(Profile):
+    evicted: Evicted = Field(description="the oldest items a full profile dropped to take the new ones")
+    adjusted: list[Literal["notes"]] = Field(description="notes: cut at the limit")
 
 
 class ForgetResponse(BaseModel):

@@ -26,14 +26,14 @@ from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 from ninja.schema import NinjaGenerateJsonSchema
 
-from memconsole.memory.errors import NotFound, PermissionDenied, Unavailable, ValidationError
+from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
 
 from . import endpoints
 from .auth import SCHEME, BearerToken
-from .errors import ApiError, api_error_response, error_response
+from .errors import ApiError, api_error_response, conflict_response, error_response
 from .parser import StrictJSONParser
 from .ratelimit import TokenThrottle
-from .schemas import Error
+from .schemas import ConflictError, Error
 
 log = logging.getLogger("memconsole.api")
 
@@ -51,6 +51,7 @@ ERROR_RESPONSES = {
     503: "Unavailable",
 }
 NOT_FOUND_ON = {"forget"}
+CONFLICT_ON = {"update_profile"}  # 409 when `if_version` is not the stored version
 UNAVAILABLE = {
     "vector_index": "the vector index is unavailable; retry later",
     "embedding_model": "the embedding model is unavailable; retry later",
@@ -77,6 +78,8 @@ class Document(OpenAPISchema):
         errors = dict(ERROR_RESPONSES)
         if operation.view_func.__name__ in NOT_FOUND_ON:
             errors[404] = "NotFound"
+        if operation.view_func.__name__ in CONFLICT_ON:
+            errors[409] = "Conflict"
         for status, name in sorted(errors.items()):
             details["responses"][status] = {"$ref": f"#/components/responses/{name}"}
         return details
@@ -88,10 +91,10 @@ class Document(OpenAPISchema):
         return [{SECURITY: []}]
 
 
-def _error(description: str) -> dict[str, Any]:
+def _error(description: str, model: str = "Error") -> dict[str, Any]:
     return {
         "description": description,
-        "content": {"application/json": {"schema": {"$ref": REF_TEMPLATE.format(model="Error")}}},
+        "content": {"application/json": {"schema": {"$ref": REF_TEMPLATE.format(model=model)}}},
     }
 
 
@@ -104,8 +107,13 @@ def _responses() -> dict[str, Any]:
         "Forbidden": _error("the token does not hold this bot_uuid"),
         "NotFound": _error("no such object in this scope"),
         "MethodNotAllowed": _error("wrong HTTP method (see the Allow header)"),
+        "Conflict": _error(
+            "the profile changed since `if_version` was read: nothing was changed; read it again (its version "
+            "is `current_version`) and re-apply",
+            "ConflictError",
+        ),
         "PayloadTooLarge": _error(f"the body is over {limit} bytes (MEMCONSOLE_API_MAX_BODY_BYTES)"),
-        "Unprocessable": _error("valid JSON breaking a rule (importance 9, empty content, a 21st trait...)"),
+        "Unprocessable": _error("valid JSON breaking a rule (empty content, top_k 0, an unknown status...)"),
         "RateLimited": {
             **_error(f"over {rate} requests a minute for this token (MEMCONSOLE_API_RATE_PER_MINUTE)"),
             "headers": {"Retry-After": {"description": "seconds until the next minute", "schema": {"type": "integer"}}},
@@ -120,8 +128,11 @@ class BotApi(NinjaAPI):
 
     def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
         document = Document(self, "")  # paths relative to the server URL, /api/v1
-        error = Error.model_json_schema(ref_template=REF_TEMPLATE, schema_generator=NinjaGenerateJsonSchema)
-        document.add_schema_definitions({**error.pop("$defs", {}), "Error": error})
+        definitions: dict[str, Any] = {}
+        for model in (Error, ConflictError):
+            schema = model.model_json_schema(ref_template=REF_TEMPLATE, schema_generator=NinjaGenerateJsonSchema)
+            definitions.update({**schema.pop("$defs", {}), model.__name__: schema})
+        document.add_schema_definitions(definitions)
         document["components"]["responses"] = _responses()
         document["paths"]["/openapi.json"] = {
             "get": {
@@ -169,6 +180,11 @@ def _api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return error_response(422, "invalid", exc.message, exc.field)
+
+
+@api.exception_handler(Conflict)
+def _conflict(request: HttpRequest, exc: Conflict) -> HttpResponse:
+    return conflict_response(exc.message, exc.current_version)
 
 
 @api.exception_handler(NotFound)

@@ -2,8 +2,9 @@
 
 A scope outside the user's bot grants is answered with 404 (its existence is never confirmed);
 a role that is too low for an action gets 403. The memory domain's errors are mapped here once:
-NotFound -> 404, PermissionDenied -> 403, ValidationError -> 400 with its reason, Unavailable (the
-vector index, the embedding model or a decryption key failed) -> a 503 page that says which.
+NotFound -> 404, PermissionDenied -> 403, ValidationError -> 400 with its reason, Conflict -> 409
+(changed since it was read), Unavailable (the vector index, the embedding model or a decryption key
+failed) -> a 503 page that says which.
 """
 
 from __future__ import annotations
@@ -86,6 +87,8 @@ def console_view(perm: str = roles.VIEW, *, scoped: bool = False) -> Callable[[V
                 raise PermissionDenied(str(exc)) from exc
             except errors.ValidationError as exc:
                 response = bad_request(request, exc.message)
+            except errors.Conflict as exc:  # changed since the form was rendered (a view may show more)
+                response = bad_request(request, exc.message, status=409)
             except (errors.Unavailable, *errors.OUTSIDE_FAILURES) as exc:
                 # Also a lib error that escaped the domain unwrapped (a sealed field read while
                 # rendering): a 503 page that says what is wrong, never a traceback.

@@ -125,7 +125,7 @@ class EpisodeFilterForm(ConsoleForm):
         super().clean()
         data = self.cleaned_data
         after, before = data.get("after"), data.get("before")
-        if after and before and after >= before:
+        if after and before and after > before:  # both bounds are inclusive: equal names one instant
             self.add_error("before", _("The end of the time range must be after its start."))
         return data
 
@@ -198,6 +198,11 @@ def _lines(value: str) -> list[str]:
     return [line.strip() for line in value.splitlines() if line.strip()]
 
 
+# Version numbers are PositiveIntegerFields: a larger number cannot name one (and SQLite refuses
+# integers beyond 64 bits in a query).
+MAX_VERSION = 2**31 - 1
+
+
 class ProfileForm(ConsoleForm):
     name = forms.CharField(label=_("Name"), required=False, max_length=validation.MAX_PROFILE_NAME)
     traits = forms.CharField(
@@ -221,6 +226,8 @@ class ProfileForm(ConsoleForm):
         help_text=lazy_format(_("At most %(n)d characters."), n=validation.MAX_NOTES),
     )
     sender_id = forms.CharField(required=False, max_length=validation.MAX_SENDER_CHARS, widget=forms.HiddenInput)
+    # The version the form was rendered from: a save over a newer one is a conflict (409), not a silent overwrite.
+    version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, widget=forms.HiddenInput)
 
     def _items(self, name: str, limit: int) -> list[str]:
         items = _lines(self.cleaned_data[name])
@@ -252,19 +259,15 @@ class ProfileForm(ConsoleForm):
         }
 
     @classmethod
-    def initial_from(cls, data: dict[str, Any], sender_id: str) -> dict[str, Any]:
+    def initial_from(cls, data: dict[str, Any], sender_id: str, version: int = 0) -> dict[str, Any]:
         return {
             "name": data.get("name", ""),
             "traits": "\n".join(data.get("traits", [])),
             "preferences": "\n".join(data.get("preferences", [])),
             "notes": data.get("notes", ""),
             "sender_id": sender_id,
+            "version": version,
         }
-
-
-# Version numbers are PositiveIntegerFields: a larger number cannot name one (and SQLite refuses
-# integers beyond 64 bits in a query).
-MAX_VERSION = 2**31 - 1
 
 
 class RollbackForm(ConsoleForm):
@@ -282,7 +285,22 @@ class VersionDiffForm(ConsoleForm):
 class AuditFilterForm(ConsoleForm):
     operation = forms.CharField(label=_("Operation"), required=False, max_length=40)
     actor = forms.CharField(label=_("Actor"), required=False, max_length=255)
+    after = forms.DateTimeField(label=_("From (UTC)"), required=False, widget=datetime_input())
+    before = forms.DateTimeField(label=_("Until (UTC)"), required=False, widget=datetime_input())
+    space = forms.CharField(
+        label=_("Space"), required=False, max_length=400, help_text=_("A scope key, or a bot UUID for all its spaces.")
+    )
+    target = forms.CharField(
+        label=_("Target"), required=False, max_length=300, help_text=_("An id, or type:id such as user:3.")
+    )
     cursor = cursor_field()
+
+    def clean(self) -> dict[str, Any]:
+        super().clean()
+        data = self.cleaned_data
+        if data.get("after") and data.get("before") and data["after"] >= data["before"]:
+            self.add_error("before", _("The end of the time range must come after its start."))
+        return data
 
 
 class PageForm(ConsoleForm):

@@ -4,7 +4,20 @@ from django.urls import path, register_converter
 
 from memconsole.memory.validation import EPISODE_ID_CHARS
 
-from .views import audit, bulk, diagnostics, episodes, erasure, exports, imports, injection, profiles, scopes
+from .views import (
+    audit,
+    bulk,
+    diagnostics,
+    episodes,
+    erasure,
+    exports,
+    imports,
+    injection,
+    profiles,
+    scopes,
+    tokens,
+    users,
+)
 
 
 class EpisodeIdConverter:
@@ -61,4 +74,12 @@ urlpatterns = [
     path("erasure/run/", erasure.erasure_run, name="erasure_run"),
     path("diagnostics/", diagnostics.diagnostics, name="diagnostics"),
     path("diagnostics/run/", diagnostics.diagnostics_run, name="diagnostics_run"),
+    path("audit/", audit.audit_all, name="audit_all"),
+    path("tokens/", tokens.token_list, name="tokens"),
+    path("tokens/<int:token_id>/revoke/", tokens.token_revoke, name="token_revoke"),
+    path("users/", users.user_list, name="users"),
+    path("users/<int:user_id>/", users.user_detail, name="user_detail"),
+    path("users/<int:user_id>/role/", users.user_role, name="user_role"),
+    path("users/<int:user_id>/grants/", users.user_grants, name="user_grants"),
+    path("users/<int:user_id>/active/", users.user_active, name="user_active"),
 ]

@@ -24,6 +24,7 @@ from django.db import DatabaseError
 from pydantic import BaseModel, ConfigDict, Field, Strict
 from pydantic import ValidationError as ArgumentError
 
+from memconsole.api.endpoints import profile_change_answer
 from memconsole.api.errors import refusal
 from memconsole.api.schemas import (
     ForgetRequest,
@@ -34,17 +35,18 @@ from memconsole.api.schemas import (
     RememberRequest,
     ScopedRequest,
 )
-from memconsole.memory import episodes, injection, profiles, retrieval
+from memconsole.api.site import UNAVAILABLE
+from memconsole.memory import episodes, injection, profiles, queries, retrieval
 from memconsole.memory.audit import Actor
-from memconsole.memory.errors import NotFound, PermissionDenied, Unavailable, ValidationError
-from memconsole.memory.models import PROFILE_SESSION, Profile, Scope
+from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
+from memconsole.memory.models import PROFILE_SESSION, Profile
 from memconsole.memory.scopes import ScopeKeys, derive_scope
 from memconsole.memory.validation import MAX_LIST_LIMIT
 
 log = logging.getLogger("memconsole.mcp")
 
 
-# --- arguments: the JSON API's own request schemas (memconsole/api/schemas.py), and one of the MCP's own
+# --- arguments: the JSON API's request schemas (memconsole/api/schemas.py), and list_sessions' own ---
 
 
 class ListSessionsRequest(BaseModel):
@@ -82,6 +84,8 @@ def _remember(actor: Actor, request: RememberRequest) -> dict[str, Any]:
         "status": result.episode.status,
         "superseded": result.superseded,
         "indexed": result.indexed,
+        "importance": result.episode.importance,
+        "adjusted": result.adjusted,
     }
 
 
@@ -124,8 +128,8 @@ def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, An
     profile_type, sender_id = request.type or PROFILE_SESSION, request.sender_id or ""
     changes = request.changes.model_dump(exclude_none=True) if request.changes else {}
     lists = request.operation_fields(exclude={"type", "sender_id", "changes"})
-    row = profiles.update_profile(keys, actor, profile_type, sender_id, **changes, **lists)
-    return _profile(profile_type, sender_id, row.payload, row)
+    change = profiles.change_profile(keys, actor, profile_type, sender_id, **changes, **lists)
+    return profile_change_answer(profile_type, sender_id, change)  # the JSON API's answer, evicted and adjusted
 
 
 def _inject(actor: Actor, request: InjectRequest) -> dict[str, Any]:
@@ -139,7 +143,7 @@ def _list_sessions(actor: Actor, request: ListSessionsRequest) -> dict[str, Any]
     if request.bot_uuid is not None:
         actor.require_bot(request.bot_uuid.strip())
         bots = [request.bot_uuid.strip()]
-    rows = Scope.objects.filter(bot_uuid__in=bots).order_by("-last_seen", "-id")[: request.limit]
+    rows = queries.bot_sessions(bots, request.limit)
     return {
         "bot_uuids": bots,
         "sessions": [
@@ -265,9 +269,12 @@ def call_tool(actor: Actor, name: str, arguments: dict[str, Any] | None) -> type
         return tool_error("forbidden", "this token may not use this bot's memory", "bot_uuid")
     except NotFound as exc:
         return tool_error("not_found", str(exc) or "not found")
+    except Conflict as exc:  # the JSON API's 409 body: re-read the profile (current_version) and re-apply
+        conflict = {"code": "conflict", "message": exc.message, "field": "if_version"}
+        return _result({"error": {**conflict, "current_version": exc.current_version}}, is_error=True)
     except Unavailable as exc:
-        log.exception("%s unavailable during MCP tool %s", exc.code, name)
-        return tool_error("unavailable", f"{exc.message}; retry later")
+        log.error("%s unavailable during MCP tool %s: %s", exc.code, name, exc)
+        return tool_error("unavailable", UNAVAILABLE.get(exc.code, "a service is unavailable; retry later"))
     except DatabaseError:
         log.exception("database error during MCP tool %s", name)
         return tool_error("unavailable", "the database is busy or unavailable; retry later")

@@ -83,7 +83,9 @@ def json_only(accept: str) -> str:
     """The Accept header without text/event-stream when JSON is acceptable: one JSON answer, never a
     stream holding this worker thread (the SDK would stream `subscriptions/listen`, which it then refuses)."""
     media_types = {part.split(";")[0].strip().lower() for part in accept.split(",")}
-    return "application/json" if media_types & {"application/json", "application/*", "*/*"} else accept
+    # No Accept header at all means anything is acceptable (RFC 9110 §12.5.1), as for curl.
+    acceptable = {"", "application/json", "application/*", "*/*"}
+    return "application/json" if media_types & acceptable else accept
 
 
 @csrf_exempt  # a bot endpoint: authenticated by a bearer token, never by a cookie

@@ -269,6 +269,32 @@ def verify_audit_chain(batch: int = 2000) -> ChainReport:
     return ChainReport(True, checked)
 
 
+def verify_entries(entries: list[AuditEntry]) -> ChainReport:
+    """The chain checked around these entries only (one page of the audit screen): each entry's
+    HMAC, its payload digest, and its link to the entry just before it in the whole chain."""
+    previous = dict(
+        AuditEntry.objects.filter(seq__in={entry.seq - 1 for entry in entries}).values_list("seq", "entry_hash")
+    )
+    previous[0] = GENESIS
+    checked = 0
+    for entry in sorted(entries, key=lambda row: row.seq):
+        if entry.seq - 1 not in previous:
+            return ChainReport(False, checked, entry.seq - 1, None, f"entry #{entry.seq - 1} is missing (deleted)")
+        if entry.prev_hash != previous[entry.seq - 1]:
+            return ChainReport(False, checked, entry.seq, entry.audit_id, "does not link to the previous entry")
+        if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
+            return ChainReport(False, checked, entry.seq, entry.audit_id, "its fields were changed")
+        if not entry.redacted:
+            try:
+                payload = entry.payload
+            except Exception as exc:  # undecryptable or malformed payload is a broken entry
+                return ChainReport(False, checked, entry.seq, entry.audit_id, f"payload unreadable: {exc}")
+            if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
+                return ChainReport(False, checked, entry.seq, entry.audit_id, "its payload was changed")
+        checked += 1
+    return ChainReport(True, checked)
+
+
 def redact(entry: AuditEntry, replacement: dict[str, Any]) -> None:
     """Replace an entry's payload (erasure). The digest of the original stays, so the chain verifies."""
     entry.set_payload(replacement)

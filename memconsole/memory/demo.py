@@ -107,11 +107,34 @@ ZH_FACTS = [
     ("周末我喜欢去公园跑步", ["sport", "hobby"]),
     ("我更喜欢简短的回答", ["preference", "style"]),
 ]
-CORRECTIONS = [
-    ("Correction: the trip to {place} is the month after next, not next month", ["correction", "travel"]),
-    ("Actually my favourite food is {food} now", ["correction", "food"]),
-    ("Update: the team meeting is on {day} now", ["fact-update", "work"]),
-]
+# A fact and its correction, keyed by the fact's template: (correction, tags, the word the correction
+# changes, or None when it keeps the fact's words; {was} is that word's old value). Each supersede
+# chain of the demo is one of these.
+CORRECTIONS: dict[str, tuple[str, list[str], str | None]] = {
+    "I'm planning a trip to {place} next month": (
+        "Correction: the trip to {place} is the month after next, not next month",
+        ["correction", "travel"],
+        None,
+    ),
+    "My favourite food is {food}": (
+        "Actually my favourite food is {food} now, not {was}",
+        ["correction", "food"],
+        "food",
+    ),
+    "Our team meeting moved to {day} at 10am": (
+        "Update: the team meeting is on {day} now, not {was}",
+        ["fact-update", "work"],
+        "day",
+    ),
+    "I'm learning {lang} and practise every evening": (
+        "Update: I stopped learning {was}, I'm learning {lang} now",
+        ["fact-update", "learning"],
+        "lang",
+    ),
+    "我最喜欢吃{zfood}": ("更正：我现在最喜欢吃{zfood}了，不是{was}", ["correction", "food"], "zfood"),
+    "我们的周会改到{zday}上午十点": ("更新：周会从{was}改到{zday}了", ["fact-update", "work"], "zday"),
+    "我下个月要去{zplace}旅行": ("更正：去{zplace}的旅行推迟到下下个月", ["correction", "travel"], None),
+}
 WORDS = {
     "place": ["Beijing", "Lisbon", "Kyoto", "Mexico City", "Cape Town", "Oslo", "Hanoi", "Buenos Aires"],
     "food": ["dumplings", "paella", "ramen", "tacos", "peanuts", "shellfish", "pizza", "curry"],
@@ -170,8 +193,16 @@ class DemoNotEmpty(Exception):
     pass
 
 
-def _fill(template: str, rng: random.Random) -> str:
-    return template.format(**{key: rng.choice(values) for key, values in WORDS.items()})
+def _words(rng: random.Random) -> dict[str, str]:
+    return {key: rng.choice(values) for key, values in WORDS.items()}
+
+
+def _corrected_words(words: dict[str, str], changed: str | None, rng: random.Random) -> dict[str, str]:
+    """The fact's own words, with `changed` (if any) replaced by another value and its old one as `was`."""
+    if changed is None:
+        return words
+    others = [value for value in WORDS[changed] if value != words[changed]]
+    return {**words, changed: rng.choice(others), "was": words[changed]}
 
 
 def load_demo(force: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -229,6 +260,7 @@ def _demo_episodes(
     keys: ScopeKeys, members: list[tuple[str, str]], rng: random.Random, actor: Actor, now: datetime
 ) -> int:
     rows: list[Episode] = []
+    facts: list[tuple[str, dict[str, str]]] = []  # each row's template and words, for its correction
     with transaction.atomic():
         register_scope(keys)
         for position in range(EPISODES_PER_SCOPE):
@@ -237,9 +269,11 @@ def _demo_episodes(
             template, tags = rng.choice(ZH_FACTS if chinese else EN_FACTS)
             age = timedelta(days=(EPISODES_PER_SCOPE - position) * rng.uniform(0.5, 2.0), minutes=rng.randint(0, 1440))
             importance = rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0]  # drawn before the content, as always
+            words = _words(rng)
+            facts.append((template, words))
             episode = Episode.create(
                 keys,
-                _fill(template, rng),
+                template.format(**words),
                 tags=list(tags),
                 importance=importance,
                 timestamp=now - age,
@@ -250,14 +284,17 @@ def _demo_episodes(
                 updated_at=now - age,
             )
             rows.append(episode)
-        # A few supersede chains: a later correction replaces an earlier fact.
-        for _ in range(6):
-            old = rng.choice(rows[: len(rows) // 2])
-            template, tags = rng.choice(CORRECTIONS)
-            timestamp = now - timedelta(days=rng.uniform(0, 20))
+        # A few supersede chains: a later correction replaces the fact it corrects.
+        correctable = [n for n, (template, _words_) in enumerate(facts) if template in CORRECTIONS]
+        for n in rng.sample(correctable, min(6, len(correctable))):
+            old = rows[n]
+            template, words = facts[n]
+            correction_template, tags, changed = CORRECTIONS[template]
+            said = old.timestamp or now
+            timestamp = said + (now - said) * rng.uniform(0.3, 0.95)  # after the fact
             correction = Episode.create(
                 keys,
-                _fill(template, rng),
+                correction_template.format(**_corrected_words(words, changed, rng)),
                 tags=list(tags),
                 importance=3,
                 timestamp=timestamp,

@@ -9,7 +9,7 @@ crash between the two loses nothing (`manage.py reindex` repairs the index).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
@@ -27,13 +27,14 @@ from .paging import keyset_page, parse_cursor
 from .scopes import ScopeKeys, register_scope
 from .sync import index_episodes, sync_vector_metadata
 from .validation import (
+    MAX_QUERY_ID_CHARS,
     MAX_SENDER_CHARS,
+    clamp_importance,
     is_episode_id,
     max_content_chars,
     text,
     validate_datetime,
     validate_episode_ids,
-    validate_importance,
     validate_list_limit,
     validate_tags,
 )
@@ -68,6 +69,7 @@ def episode_image(episode: Episode) -> dict[str, Any]:
         "status": episode.status,
         "superseded_by": episode.superseded_by,
         "imported_episode_id": episode.imported_episode_id,
+        "query_id": episode.query_id,
     }
 
 
@@ -79,6 +81,7 @@ class RememberResult:
     episode: Episode
     superseded: list[str]
     indexed: bool
+    adjusted: list[str] = field(default_factory=list)  # inputs stored changed, e.g. ["importance"] (7 -> 5)
 
 
 @metrics.timed("remember")
@@ -93,21 +96,26 @@ def remember(
     sender_name: Any = "",
     timestamp: Any = None,
     source: str = "agent",
-    query_id: str = "",
+    query_id: Any = "",
 ) -> RememberResult:
-    """Store one episode; a correction/fact-update/clarification supersedes active episodes of the
-    same user_key whose similarity to it is at least 0.85, in the same audited transaction.
+    """Store one episode (content trimmed). A correction/fact-update/clarification tag, in any letter
+    case, supersedes active episodes of the same user_key AND the same sender (none for none) whose
+    similarity to it is at least 0.85, in the same audited transaction (docs/design.md §4).
 
-    Raises `Unavailable` when the embedding model fails; with the vector index down the episode is
-    still stored (not indexed, and nothing superseded).
+    An importance outside 1-5 is stored clamped and named in `adjusted`; `query_id` (the message that
+    produced the memory) is kept on the episode and its audit entry. Raises `Unavailable` when the
+    embedding model fails; with the vector index down the episode is still stored (not indexed, and
+    nothing superseded).
     """
     actor.require_bot(keys)
-    content = text(content, "content", max_content_chars(), required=True)
+    content = text(content, "content", max_content_chars(), required=True).strip()
     tags = validate_tags(tags)
-    importance = validate_importance(importance)
+    importance, importance_adjusted = clamp_importance(importance)
+    adjusted = ["importance"] if importance_adjusted else []
     sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
     sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
     timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
+    query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
     if source not in SOURCES:
         raise ValidationError(f"unknown source {source!r}", field="source")
 
@@ -116,11 +124,13 @@ def remember(
         vector = embeddings.embed([content])
     candidates: list[str] = []
     supersede_skipped = ""
-    if ranking.SUPERSEDING_TAGS.intersection(tags):
-        # Only active episodes can be superseded: filter in the index, or archived and superseded
-        # near-duplicates would fill the 20 nearest and hide the active one.
+    if ranking.supersedes(tags):
+        # Only the same sender's active episodes can be superseded (in a group chat one speaker's
+        # correction must not hide another's memory): filter in the index, or inactive or other
+        # speakers' near-duplicates would fill the 20 nearest and hide the one to supersede.
+        same_sender = {"$and": [{"status": STATUS_ACTIVE.value}, {"sender_id": sender_id}]}
         try:
-            hits = vectors.query(keys.user_key, model_id, vector[0], 20, where={"status": STATUS_ACTIVE.value})
+            hits = vectors.query(keys.user_key, model_id, vector[0], 20, where=same_sender)
         except vectors.VectorIndexError as exc:
             # The episode itself must not be lost because the index is down or needs a reindex:
             # store it, record in its audit entry that nothing was superseded and why.
@@ -141,20 +151,21 @@ def remember(
             sender_id=sender_id,
             sender_name=sender_name,
             source=source,
+            query_id=query_id,
             created_at=now,
             updated_at=now,
         )
         episode.save(force_insert=True)
         superseded = list(
             Episode.objects.in_scope(keys.user_key)
-            .filter(status=STATUS_ACTIVE)
+            .filter(status=STATUS_ACTIVE, sender_id=sender_id)
             .with_ids(candidates)
             .select_for_update()
         )
         for old in superseded:
             old.status = STATUS_SUPERSEDED
             old.superseded_by = episode.episode_id
-            old.importance = max(1, old.importance - 1)
+            old.importance = ranking.superseded_importance(old.importance)
             old.updated_at = now
             old.save(update_fields=["status", "superseded_by", "importance", "updated_at"])
         audit.append(
@@ -173,6 +184,7 @@ def remember(
                 "superseded": [old.episode_id for old in superseded],
                 "source": source,
                 **({"supersede_skipped": supersede_skipped} if supersede_skipped else {}),
+                **({"adjusted": adjusted} if adjusted else {}),
             },
         )
         count(keys.user_key, active=1 - len(superseded), superseded=len(superseded))
@@ -184,7 +196,7 @@ def remember(
         log.exception("episode %s saved but not indexed; `manage.py reindex` will index it", episode.episode_id)
         indexed = False
     sync_vector_metadata(superseded)
-    return RememberResult(episode, [old.episode_id for old in superseded], indexed)
+    return RememberResult(episode, [old.episode_id for old in superseded], indexed, adjusted)
 
 
 # --- reading ------------------------------------------------------------------------------------

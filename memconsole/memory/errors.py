@@ -1,5 +1,5 @@
 """Errors raised by memory operations. Faces map them: NotFound -> 404, PermissionDenied -> 403,
-ValidationError -> 400/422, Unavailable -> 503.
+ValidationError -> 400/422, Conflict -> 409 (with the current version), Unavailable -> 503.
 
 Outside systems (the vector index, the embedding model, the encryption keys) raise their own
 errors in `memconsole.lib`; domain code turns them into `Unavailable` at its boundary
@@ -33,6 +33,16 @@ class NotFound(MemoryError_):
 
 class PermissionDenied(MemoryError_):
     """The actor may not do this."""
+
+
+class Conflict(MemoryError_):
+    """The object changed since the writer read it (`if_version` is not the stored version); nothing
+    was changed. `current_version` is the version stored now."""
+
+    def __init__(self, current_version: int, message: str = "") -> None:
+        self.current_version = current_version
+        self.message = message or f"it changed since it was read: the current version is {current_version}"
+        super().__init__(self.message)
 
 
 class Unavailable(MemoryError_):

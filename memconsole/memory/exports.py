@@ -80,7 +80,7 @@ def export_filename(keys: ScopeKeys) -> str:
 
 
 def episode_record(episode: Episode) -> dict[str, Any]:
-    """LangBot's read fields (+ imported_episode_id when set)."""
+    """LangBot's read fields (+ imported_episode_id, original_source and query_id when set)."""
     record: dict[str, Any] = {
         "id": episode.episode_id,
         "content": episode.content,
@@ -95,6 +95,10 @@ def episode_record(episode: Episode) -> dict[str, Any]:
     }
     if episode.imported_episode_id:
         record["imported_episode_id"] = episode.imported_episode_id
+    if episode.original_source:
+        record["original_source"] = episode.original_source
+    if episode.query_id:
+        record["query_id"] = episode.query_id
     return record
 
 

@@ -28,8 +28,9 @@ def _has_tag(tag: str) -> Q:
 
 @dataclass(frozen=True)
 class EpisodeFilter:
-    """Validated filters on one scope's episodes. `statuses=None` keeps every status; `tag` must
-    be carried, `tags` keeps episodes carrying any of them."""
+    """Validated filters on one scope's episodes. `statuses=None` keeps every status (an empty list
+    means active only); `tag` must be carried, `tags` keeps episodes carrying any of them. Both time
+    bounds are inclusive, and a time without a zone is read as UTC."""
 
     user_key: str
     statuses: tuple[str, ...] | None = None
@@ -85,7 +86,7 @@ class EpisodeFilter:
         if self.time_after is not None:
             where &= Q(timestamp__gte=self.time_after)
         if self.time_before is not None:
-            where &= Q(timestamp__lt=self.time_before)
+            where &= Q(timestamp__lte=self.time_before)
         if self.tags:
             any_tag = Q()
             for tag in self.tags:
@@ -112,7 +113,7 @@ class EpisodeFilter:
         if self.time_after is not None:
             clauses.append({"timestamp": {"$gte": self.time_after.timestamp()}})
         if self.time_before is not None:
-            clauses.append({"timestamp": {"$lt": self.time_before.timestamp()}})
+            clauses.append({"timestamp": {"$lte": self.time_before.timestamp()}})
         if len(clauses) == 1:
             return None
         return {"$and": clauses}

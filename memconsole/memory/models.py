@@ -144,6 +144,10 @@ class Episode(models.Model):
     status = models.CharField(max_length=12, choices=STATUS_CHOICES, default=STATUS_ACTIVE)
     superseded_by = models.CharField(max_length=12, blank=True)
     imported_episode_id = models.CharField(max_length=255, blank=True)
+    # The bot message that produced this memory (`remember(query_id=...)`), to trace it to its source.
+    query_id = models.CharField(max_length=255, blank=True, default="")
+    # An imported episode's `source` in the system it came from (`source` itself says "import").
+    original_source = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
     # Index bookkeeping (docs/design.md §5): the vector for this row is written and made by `vector_model`.
@@ -310,6 +314,8 @@ class AuditEntry(SealedPayload):
     entry_hash = models.CharField(max_length=64)
 
     class Meta:
+        verbose_name = _("audit entry")
+        verbose_name_plural = _("audit entries")  # not Django's "audit entrys"
         indexes = [
             models.Index(fields=["scope_key", "-seq"], name="audit_scope_seq"),
             models.Index(fields=["user_key", "-seq"], name="audit_userkey_seq"),

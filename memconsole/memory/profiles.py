@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -10,7 +12,7 @@ from django.utils import timezone
 
 from . import audit
 from .audit import Actor
-from .errors import NotFound, ValidationError, unavailable_on_failure
+from .errors import Conflict, NotFound, ValidationError, unavailable_on_failure
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, ProfileVersion, Scope
 from .scopes import ScopeKeys, register_scope
 from .validation import (
@@ -20,6 +22,7 @@ from .validation import (
     MAX_PROFILE_NAME,
     MAX_SENDER_CHARS,
     MAX_TRAITS,
+    clipped_text,
     text,
 )
 
@@ -56,15 +59,62 @@ def _items(value: Any, name: str) -> list[str]:
     return [text(item, name, MAX_ITEM_CHARS, required=True).strip() for item in value]
 
 
-def _apply_items(current: list[str], add: list[str], remove: list[str], limit: int, name: str) -> list[str]:
+def apply_items(current: list[str], add: list[str], remove: list[str], limit: int) -> tuple[list[str], list[str]]:
+    """(items, evicted): `current` without `remove`, then `add` appended (each item once, compared
+    case-insensitively), and the oldest items evicted (from the front) while more than `limit` remain.
+
+    A long-running bot keeps adding to a full profile: it keeps working, the oldest item making room.
+    """
     removing = {item.casefold() for item in remove}
     result = [item for item in current if item.casefold() not in removing]
     for item in add:
         if item.casefold() not in {existing.casefold() for existing in result}:
             result.append(item)
-    if len(result) > limit:
+    overflow = max(0, len(result) - limit)
+    return result[overflow:], result[:overflow]
+
+
+def _within_limit(items: list[str], limit: int, name: str) -> list[str]:
+    """A whole list as given (console edit, replace): more than the limit is refused, not evicted."""
+    kept, _ = apply_items([], items, [], len(items))
+    if len(kept) > limit:
         raise ValidationError(f"a profile holds at most {limit} {name}", field=name)
-    return result
+    return kept
+
+
+def _lock_scope(keys: ScopeKeys) -> None:
+    """Register the scope and queue read-modify-writes of its profiles (inside the caller's transaction):
+    on PostgreSQL two concurrent updates would otherwise read the same version and the later would drop
+    the earlier's change, or both pass the same `if_version` (SQLite's IMMEDIATE transactions already
+    serialise them)."""
+    scope = register_scope(keys)
+    if scope.pk is not None:
+        Scope.objects.select_for_update().filter(pk=scope.pk).first()
+
+
+def _check_version(row: Profile | None, if_version: int | None) -> None:
+    current = row.version if row else 0
+    if if_version is not None and if_version != current:
+        raise Conflict(current, f"the profile changed since version {if_version} was read (now version {current})")
+
+
+def _if_version(value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError("if_version must be a whole number, 0 or more", field="if_version")
+    return value
+
+
+@dataclass
+class ProfileChange:
+    """A stored profile change and what the limits did to it: `evicted` = {"traits": [...],
+    "preferences": [...]} (the oldest items dropped to make room), `adjusted` = inputs stored changed
+    (["notes"] when notes were cut at the limit)."""
+
+    profile: Profile
+    evicted: dict[str, list[str]] = field(default_factory=dict)
+    adjusted: list[str] = field(default_factory=list)
 
 
 def save_profile(
@@ -76,9 +126,11 @@ def save_profile(
     operation: str,
     summary: str,
     updated_at: datetime | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Profile:
     """Store `data` (already validated) as the profile's next version, audited with before and
-    after, inside the caller's transaction. `updated_at` keeps an imported profile's own time."""
+    after, inside the caller's transaction. `updated_at` keeps an imported profile's own time;
+    `metadata` is added to the audit entry's (which always holds the new version)."""
     now = timezone.now()
     row = (
         Profile.objects.select_for_update()
@@ -108,12 +160,17 @@ def save_profile(
         summary=summary,
         before=before,
         after=data,
-        metadata={"version": row.version},
+        metadata={"version": row.version, **(metadata or {})},
     )
     return row
 
 
-def update_profile(
+def update_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any = "", **changes: Any) -> Profile:
+    """`change_profile`, answering the stored profile only (for callers that need no report)."""
+    return change_profile(keys, actor, profile_type, sender_id, **changes).profile
+
+
+def change_profile(
     keys: ScopeKeys,
     actor: Actor,
     profile_type: Any,
@@ -121,62 +178,96 @@ def update_profile(
     *,
     name: Any = None,
     notes: Any = None,
+    append_notes: Any = None,
     add_traits: Any = None,
     remove_traits: Any = None,
     add_preferences: Any = None,
     remove_preferences: Any = None,
-) -> Profile:
-    """Change a profile within its limits, keeping every previous version. Audited."""
+    if_version: Any = None,
+) -> ProfileChange:
+    """Change a profile, keeping every previous version. Audited, with what the limits did.
+
+    A profile that already holds 20 traits (10 preferences) evicts its oldest to take a new one;
+    notes (set, then `append_notes` added on a new line) are cut at 2,000 characters. With
+    `if_version` (the version the writer read) a profile changed since raises `Conflict` and
+    nothing is written.
+    """
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     if name is not None:
         name = text(name, "name", MAX_PROFILE_NAME).strip()
     if notes is not None:
-        notes = text(notes, "notes", MAX_NOTES)
+        notes = text(notes, "notes", sys.maxsize)
+    if append_notes is not None:
+        append_notes = text(append_notes, "append_notes", sys.maxsize).strip()
+    if_version = _if_version(if_version)
     add_traits, remove_traits = _items(add_traits, "traits"), _items(remove_traits, "traits")
     add_preferences, remove_preferences = (
         _items(add_preferences, "preferences"),
         _items(remove_preferences, "preferences"),
     )
     with transaction.atomic():
-        scope = register_scope(keys)
-        if scope.pk is not None:
-            # Queue read-modify-writes of this scope's profiles: on PostgreSQL two concurrent updates
-            # would otherwise read the same version and the later would drop the earlier's change
-            # (SQLite's IMMEDIATE transactions already serialise them).
-            Scope.objects.select_for_update().filter(pk=scope.pk).first()
-        current, _ = get_profile(keys, profile_type, sender_id)
+        _lock_scope(keys)
+        current, row = get_profile(keys, profile_type, sender_id)
+        _check_version(row, if_version)
+        traits, evicted_traits = apply_items(current.get("traits", []), add_traits, remove_traits, MAX_TRAITS)
+        preferences, evicted_preferences = apply_items(
+            current.get("preferences", []), add_preferences, remove_preferences, MAX_PREFERENCES
+        )
+        new_notes = current.get("notes", "") if notes is None else notes
+        if append_notes:
+            new_notes = f"{new_notes}\n{append_notes}" if new_notes else append_notes
+        new_notes, notes_cut = clipped_text(new_notes, "notes", MAX_NOTES)
         data = {
             "name": current.get("name", "") if name is None else name,
-            "traits": _apply_items(current.get("traits", []), add_traits, remove_traits, MAX_TRAITS, "traits"),
-            "preferences": _apply_items(
-                current.get("preferences", []), add_preferences, remove_preferences, MAX_PREFERENCES, "preferences"
-            ),
-            "notes": current.get("notes", "") if notes is None else notes,
+            "traits": traits,
+            "preferences": preferences,
+            "notes": new_notes,
         }
-        return save_profile(
-            keys, actor, profile_type, sender_id, data, "profile_update", f"{profile_type} profile updated"
+        evicted = {
+            kind: items for kind, items in (("traits", evicted_traits), ("preferences", evicted_preferences)) if items
+        }
+        adjusted = ["notes"] if notes_cut else []
+        report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
+        row = save_profile(
+            keys,
+            actor,
+            profile_type,
+            sender_id,
+            data,
+            "profile_update",
+            f"{profile_type} profile updated",
+            metadata=report,
         )
+    return ProfileChange(row, evicted, adjusted)
 
 
-def replace_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, data: dict[str, Any]) -> Profile:
-    """Set a whole profile (console edit form, imports) after validating every limit."""
+def replace_profile(
+    keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, data: dict[str, Any], if_version: Any = None
+) -> Profile:
+    """Set a whole profile (console edit form, imports) after validating every limit. With
+    `if_version` (the version the editor rendered) a profile changed since raises `Conflict`."""
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     clean = validate_profile_data(data)
+    if_version = _if_version(if_version)
     with transaction.atomic():
-        register_scope(keys)
+        _lock_scope(keys)
+        if if_version is not None:
+            row = Profile.objects.filter(scope_key=keys.scope_key, type=profile_type, sender_id=sender_id).first()
+            _check_version(row, if_version)
         return save_profile(
             keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited"
         )
 
 
 def validate_profile_data(data: Any) -> dict[str, Any]:
-    """A whole profile {name, traits, preferences, notes}, cleaned, or ValidationError."""
+    """A whole profile {name, traits, preferences, notes}, cleaned, or ValidationError (a whole
+    profile given beyond a limit is refused: the person giving it sees what to shorten)."""
     if not isinstance(data, dict):
         raise ValidationError("profile must be an object", field="profile")
-    traits = _apply_items([], _items(data.get("traits"), "traits"), [], MAX_TRAITS, "traits")
-    preferences = _apply_items([], _items(data.get("preferences"), "preferences"), [], MAX_PREFERENCES, "preferences")
+    traits = _within_limit(_items(data.get("traits"), "traits"), MAX_TRAITS, "traits")
+    preferences = _within_limit(_items(data.get("preferences"), "preferences"), MAX_PREFERENCES, "preferences")
     return {
         "name": text(data.get("name"), "name", MAX_PROFILE_NAME).strip(),
         "traits": traits,

@@ -8,11 +8,17 @@ OFFSET or COUNT(*).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
 
 from django.db.models import Q, QuerySet
+from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 
 from .audit import Actor
 from .models import (
+    ISOLATION_BOT,
+    ISOLATION_SESSION,
     PROFILE_SPEAKER,
     AuditEntry,
     Episode,
@@ -24,7 +30,7 @@ from .models import (
     Scope,
 )
 from .paging import KeysetPage, keyset_page
-from .scopes import ScopeKeys
+from .scopes import GLOBAL_USER_KEY, RESERVED_BOT_UUID, ScopeKeys
 
 # The speaker picker reads the newest episodes only, so a scope of millions costs the same.
 SPEAKER_SAMPLE = 500
@@ -44,6 +50,11 @@ def visible_scopes(actor: Actor) -> QuerySet[Scope]:
 def visible_scope(actor: Actor, scope_id: int) -> Scope | None:
     """The scope with this id when the actor may see it, else None (whether absent or not granted)."""
     return visible_scopes(actor).filter(pk=scope_id).first()
+
+
+def bot_sessions(bot_uuids: Iterable[str], limit: int) -> list[Scope]:
+    """The spaces of these bots, most recently seen first (what a bot token may use)."""
+    return list(Scope.objects.filter(bot_uuid__in=list(bot_uuids)).order_by("-last_seen", "-id")[:limit])
 
 
 def registered_scope(keys: ScopeKeys) -> Scope | None:
@@ -182,16 +193,93 @@ def scope_audit_entries(keys: ScopeKeys) -> QuerySet[AuditEntry]:
     return AuditEntry.objects.filter(by_scope | by_user)
 
 
-def audit_page(keys: ScopeKeys, cursor: str | None, limit: int, *, operation: str = "", actor: str = "") -> KeysetPage:
-    """A page of `scope_audit_entries`, newest first, optionally of one operation and an actor
-    matching `actor`. Read as two querysets that each walk one index in seq order, which
-    `keyset_page` merges (an OR would not stay an ordered index walk on every database)."""
-    parts = [AuditEntry.objects.filter(condition) for condition in reversed(_audit_conditions(keys))]
-    if operation:
-        parts = [part.filter(operation=operation) for part in parts]
-    if actor:
-        parts = [part.filter(actor__icontains=actor) for part in parts]
-    return keyset_page(parts, "seq", cursor, limit)
+@dataclass(frozen=True)
+class AuditFilter:
+    """The audit screen's filters, each optional (texts already checked by the console's form)."""
+
+    operation: str = ""  # one operation, any case
+    actor: str = ""  # a part of the actor's label, any case
+    after: datetime | None = None
+    before: datetime | None = None
+    space: str = ""  # a scope key, or a bot_uuid for every space of that bot
+    target: str = ""  # a target id, or "<target type>:<target id>"
+
+    def apply(self, rows: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
+        if self.operation:
+            rows = rows.filter(operation__iexact=self.operation)
+        if self.actor:
+            rows = rows.filter(actor__icontains=self.actor)
+        if self.after:
+            rows = rows.filter(timestamp__gte=self.after)
+        if self.before:
+            rows = rows.filter(timestamp__lt=self.before)
+        if self.space:
+            rows = rows.filter(Q(scope_key=self.space) if ":" in self.space else bot_audit_entries(self.space))
+        if self.target:
+            target_type, _, target_id = self.target.partition(":")
+            if target_type in AUDIT_TARGET_TYPES and target_id:
+                rows = rows.filter(target_type=target_type, target_id=target_id)
+            else:
+                rows = rows.filter(target_id=self.target)
+        return rows
+
+
+# The target types the audit log records (a "<type>:<id>" target filter names one of them).
+AUDIT_TARGET_TYPES = frozenset(
+    {"episode", "scope", "session_profile", "speaker_profile", "bot_token", "user", "health_run", "subject"}
+)
+
+
+def bot_audit_entries(bot_uuid: str) -> Q:
+    """The entries of one bot's spaces: by scope key (`<bot>:<session>`) or bot-isolation user key.
+    Compared exactly, not with LIKE, which ignores case on SQLite."""
+    if not bot_uuid:
+        return (~Q(scope_key__contains=":") & ~Q(scope_key="")) | Q(user_key=GLOBAL_USER_KEY)
+    prefix = f"{bot_uuid}:"
+    return Q(Exact(Substr("scope_key", 1, len(prefix)), prefix)) | Q(user_key=f"{RESERVED_BOT_UUID}:{bot_uuid}")
+
+
+def visible_audit_entries(actor: Actor) -> QuerySet[AuditEntry]:
+    """Every entry the actor may read: all of them, or for an actor limited to some bots those of
+    their spaces only (entries outside any space, such as token or user events, are not theirs)."""
+    if actor.bot_uuids is None:
+        return AuditEntry.objects.all()
+    visible = Q(pk__in=[])
+    for bot_uuid in sorted(actor.bot_uuids):
+        visible |= bot_audit_entries(bot_uuid)
+    return AuditEntry.objects.filter(visible)
+
+
+def audit_page(
+    keys: ScopeKeys | None,
+    cursor: str | None,
+    limit: int,
+    *,
+    operation: str = "",
+    actor: str = "",
+    filters: AuditFilter | None = None,
+    viewer: Actor | None = None,
+) -> KeysetPage:
+    """A page of audit entries, newest first: those of one scope (`scope_audit_entries`), or with
+    `keys=None` those the `viewer` may read across every space; filtered by `filters` (or the
+    shorthand `operation`/`actor`). A scope's entries are read as two querysets that each walk one
+    index in seq order, which `keyset_page` merges (an OR would not stay an ordered index walk)."""
+    filters = filters or AuditFilter(operation=operation, actor=actor)
+    if keys is None:
+        parts = [visible_audit_entries(viewer or Actor.system())]
+    else:
+        parts = [AuditEntry.objects.filter(condition) for condition in reversed(_audit_conditions(keys))]
+    return keyset_page([filters.apply(part) for part in parts], "seq", cursor, limit)
+
+
+def attach_spaces(entries: Iterable[AuditEntry], viewer: Actor) -> None:
+    """Sets `entry.space` to the visible Scope row the entry belongs to (None outside any space)."""
+    entries = list(entries)
+    rows = visible_scopes(viewer).filter(scope_key__in={entry.scope_key for entry in entries if entry.scope_key})
+    by_keys = {(scope.scope_key, scope.isolation): scope for scope in rows}
+    for entry in entries:
+        isolation = ISOLATION_SESSION if entry.user_key == entry.scope_key else ISOLATION_BOT
+        entry.space = by_keys.get((entry.scope_key, isolation))  # type: ignore[attr-defined]
 
 
 def episode_history(keys: ScopeKeys, episode_id: str, limit: int) -> list[AuditEntry]:

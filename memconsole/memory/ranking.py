@@ -1,7 +1,8 @@
 """Recall ranking (docs/design.md §4). Pure functions: no database, no index.
 
 final = similarity × recency × importance × speaker × update × exact, clamped to [0, 1], where
-recency = exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing).
+recency = exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing). A query that is
+exactly an episode's id ranks that episode first (`is_exact_id_query`).
 """
 
 from __future__ import annotations
@@ -14,9 +15,23 @@ from datetime import datetime
 IMPORTANCE_WEIGHTS = {1: 0.9, 2: 1.0, 3: 1.08, 4: 1.16, 5: 1.24}
 SPEAKER_WEIGHT = 1.12
 UPDATE_WEIGHT = 1.08
-UPDATE_TAGS = frozenset({"correction", "clarification", "profile-update", "preference-change", "fact-update"})
+# Tags are compared case-insensitively (`casefold`); the Chinese ones are LangBot's own update tags.
+UPDATE_TAGS = frozenset(
+    {
+        "correction",
+        "clarification",
+        "profile-update",
+        "preference-change",
+        "fact-update",
+        "更正",
+        "修正",
+        "纠正",
+        "偏好变化",
+    }
+)
 SUPERSEDING_TAGS = frozenset({"correction", "fact-update", "clarification"})
 SUPERSEDE_THRESHOLD = 0.85
+SUPERSEDED_IMPORTANCE_FACTOR = 0.1
 EXACT_ID, EXACT_SENDER_OR_TAG, EXACT_CONTENT = 2.0, 1.2, 0.6
 MISSING_TIMESTAMP_RECENCY = 0.5
 
@@ -44,6 +59,30 @@ class Breakdown:
             "update": self.update,
             "exact": self.exact,
         }
+
+
+def _folded(tags: list[str]) -> set[str]:
+    return {tag.casefold() for tag in tags}
+
+
+def is_update(tags: list[str]) -> bool:
+    """Whether the tags mark an update (weighted ×1.08), whatever their letter case."""
+    return not UPDATE_TAGS.isdisjoint(_folded(tags))
+
+
+def supersedes(tags: list[str]) -> bool:
+    """Whether an episode with these tags supersedes similar active ones, whatever their letter case."""
+    return not SUPERSEDING_TAGS.isdisjoint(_folded(tags))
+
+
+def superseded_importance(importance: int) -> int:
+    """What a superseded episode's importance drops to: max(1, int(old × 0.1)) (LangBot's rule)."""
+    return max(1, int(importance * SUPERSEDED_IMPORTANCE_FACTOR))
+
+
+def is_exact_id_query(query: str, episode_id: str) -> bool:
+    """A query that is exactly this episode's id (an exact hit: it ranks first, whatever its score)."""
+    return query.strip().lower() == episode_id
 
 
 def recency(timestamp: datetime | None, now: datetime, half_life_days: float) -> float:
@@ -97,6 +136,6 @@ def breakdown(
         recency=recency(timestamp, now, half_life_days),
         importance=IMPORTANCE_WEIGHTS.get(importance, 1.0),
         speaker=SPEAKER_WEIGHT if current_speaker_id and episode_sender_id == current_speaker_id else 1.0,
-        update=UPDATE_WEIGHT if UPDATE_TAGS.intersection(tags) else 1.0,
+        update=UPDATE_WEIGHT if is_update(tags) else 1.0,
         exact=exact_boost(exact),
     )

@@ -59,7 +59,8 @@ def recall(
 ) -> list[RecallHit]:
     """Semantic search within the scope, ranked by docs/design.md §4, each hit with its breakdown.
 
-    `tags` keeps episodes carrying any of the tags; `statuses=None` searches active episodes.
+    `tags` keeps episodes carrying any of the tags; `statuses=None` (or []) searches active episodes.
+    A query that is exactly an episode id of the scope returns that episode first.
     Reads are not audited. Raises `Unavailable` when the index or the model fails.
     """
     if actor is not None:
@@ -132,5 +133,9 @@ def _ranked(
             half_life_days=half_life,
         )
         results.append(RecallHit(row, parts.score, parts))
-    results.sort(key=lambda hit: (hit.score, hit.episode.id), reverse=True)
+    # A query that is an episode's id asks for that episode: it comes first, whatever its age or score.
+    results.sort(
+        key=lambda hit: (ranking.is_exact_id_query(query, hit.episode.episode_id), hit.score, hit.episode.id),
+        reverse=True,
+    )
     return results[:top_k]

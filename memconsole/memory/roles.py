@@ -15,6 +15,7 @@ DELETE = "memory.delete_memory"
 EXPORT = "memory.export_memory"
 IMPORT = "memory.import_memory"
 TOKENS = "memory.manage_tokens"
+USERS = "auth.change_user"  # the console's Users screen (admin role)
 
 ROLE_PERMISSIONS = {
     VIEWER: [VIEW],

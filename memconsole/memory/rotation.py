@@ -28,7 +28,7 @@ from typing import ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
-from django.db import models, transaction
+from django.db import transaction
 
 from memconsole.lib import crypto, vectors
 
@@ -40,8 +40,10 @@ from .sync import metadata_patch, vector_metadata
 
 Progress = Callable[[str, int, int], None]
 
+SealedModel = type[Episode] | type[Profile] | type[ProfileVersion] | type[AuditEntry] | type[InjectionSnapshot]
+
 # (name, model, the sealed column's field name)
-SEALED_TABLES: tuple[tuple[str, type[models.Model], str], ...] = (
+SEALED_TABLES: tuple[tuple[str, SealedModel, str], ...] = (
     ("episodes", Episode, "content_stored"),
     ("profiles", Profile, "payload_stored"),
     ("profile_versions", ProfileVersion, "payload_stored"),
@@ -151,7 +153,7 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
 
 
 def _rotate_table(
-    name: str, model: type[models.Model], column: str, batch: int, progress: Progress | None, report: RotationReport
+    name: str, model: SealedModel, column: str, batch: int, progress: Progress | None, report: RotationReport
 ) -> TableRotation:
     counts = TableRotation(total=model.objects.count())
     is_episode = model is Episode

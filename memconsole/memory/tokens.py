@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from . import audit
 from .audit import Actor
-from .errors import ValidationError
+from .errors import NotFound, ValidationError
 from .models import BotToken
 from .scopes import derive_scope
 
@@ -49,6 +49,8 @@ def create_token(name: str, bot_uuids: Iterable[str], actor: Actor, created_by: 
     if not name or len(name) > MAX_NAME_CHARS or not name.isprintable():
         raise ValidationError(f"a token name is 1 to {MAX_NAME_CHARS} printable characters", field="name")
     bots = validate_bot_uuids(bot_uuids)
+    for bot in bots:  # an actor limited to some bots makes tokens for those only
+        actor.require_bot(bot)
     for _attempt in range(5):  # a prefix collision is possible (32 bits), so retry with a new one
         prefix = secrets.token_hex(4)
         secret = f"{TOKEN_PREFIX}{prefix}_{secrets.token_urlsafe(32)}"
@@ -82,6 +84,20 @@ def authenticate(secret: str | None) -> BotToken | None:
     token = BotToken.objects.filter(token_hash=hash_secret(secret)).first()
     if token is None or token.revoked_at is not None:
         return None
+    return token
+
+
+def visible_tokens(actor: Actor) -> list[BotToken]:
+    """The tokens an actor may manage (those of its bots only), newest first."""
+    rows = BotToken.objects.order_by("-created_at", "-id")
+    return [token for token in rows if all(actor.may_use_bot(bot) for bot in token.bot_uuids)]
+
+
+def get_visible_token(actor: Actor, token_id: int) -> BotToken:
+    """One token the actor may manage; `NotFound` when absent or for another bot."""
+    token = BotToken.objects.filter(pk=token_id).first()
+    if token is None or not all(actor.may_use_bot(bot) for bot in token.bot_uuids):
+        raise NotFound("no such token")
     return token
 
 

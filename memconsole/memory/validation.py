@@ -6,6 +6,7 @@ Each `validate_*` returns the clean value or raises `errors.ValidationError` nam
 from __future__ import annotations
 
 import re
+import sys
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,6 +29,7 @@ MAX_QUERY_ID_CHARS = 255
 TOP_K_MAX = 50
 PAGE_SIZES = (10, 25, 50)
 MAX_LIST_LIMIT = 200
+MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
 
 EPISODE_ID_CHARS = "[0-9a-f]{12}"  # what `models.new_episode_id` makes
 EPISODE_ID = re.compile(f"^{EPISODE_ID_CHARS}$")
@@ -85,16 +87,36 @@ def validate_tags(tags: Any) -> list[str]:
     return out
 
 
-def validate_importance(value: Any, name: str = "importance") -> int:
+def clipped_text(value: Any, name: str, max_chars: int) -> tuple[str, bool]:
+    """`text` without the length limit, then cut at `max_chars`: (the text, whether it was cut)."""
+    whole = text(value, name, sys.maxsize)
+    return whole[:max_chars], len(whole) > max_chars
+
+
+def _whole_number(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError(f"{name} must be a whole number from 1 to 5", field=name)
-    if not 1 <= value <= 5:
-        raise ValidationError(f"{name} must be from 1 to 5", field=name)
+        raise ValidationError(f"{name} must be a whole number from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}", field=name)
     return value
 
 
+def validate_importance(value: Any, name: str = "importance") -> int:
+    """An importance given as a filter (importance_min): a whole number from 1 to 5, else refused."""
+    number = _whole_number(value, name)
+    if not MIN_IMPORTANCE <= number <= MAX_IMPORTANCE:
+        raise ValidationError(f"{name} must be from {MIN_IMPORTANCE} to {MAX_IMPORTANCE}", field=name)
+    return number
+
+
+def clamp_importance(value: Any, name: str = "importance") -> tuple[int, bool]:
+    """An importance to store: any whole number, clamped to 1-5 (7 -> 5, 0 or less -> 1), and whether it
+    was adjusted. A model choosing 7 must not lose the memory; a non-integer is still refused."""
+    number = _whole_number(value, name)
+    clamped = min(MAX_IMPORTANCE, max(MIN_IMPORTANCE, number))
+    return clamped, clamped != number
+
+
 def validate_statuses(statuses: Any) -> list[str]:
-    """The statuses named (de-duplicated, in order); None means active only."""
+    """The statuses named (de-duplicated, in order); None or an empty list means active only."""
     if statuses is None:
         return [STATUS_ACTIVE]
     if isinstance(statuses, str) or not isinstance(statuses, (list, tuple, set, frozenset)):
@@ -105,23 +127,21 @@ def validate_statuses(statuses: Any) -> list[str]:
             raise ValidationError(f"unknown status {status!r} (use {', '.join(STATUSES)})", field="statuses")
         if status not in out:
             out.append(status)
-    if not out:
-        raise ValidationError("statuses must name at least one status", field="statuses")
-    return out
+    return out or [STATUS_ACTIVE]
 
 
 def validate_datetime(value: Any, name: str) -> datetime | None:
+    """An aware date-time; one without a time zone is read as UTC (LangBot's rule)."""
     if value is None:
         return None
     if not isinstance(value, datetime):
         raise ValidationError(f"{name} must be a date and time", field=name)
-    if timezone.is_naive(value):
-        raise ValidationError(f"{name} must carry a time zone", field=name)
+    aware: datetime = value.replace(tzinfo=UTC) if timezone.is_naive(value) else value
     try:
-        value.astimezone(UTC)  # stored and compared in UTC: 9999-12-31T23:00-05:00 has no UTC time
+        aware.astimezone(UTC)  # stored and compared in UTC: 9999-12-31T23:00-05:00 has no UTC time
     except (OverflowError, ValueError):
         raise ValidationError(f"{name} is out of range", field=name) from None
-    return value
+    return aware
 
 
 def validate_top_k(value: Any) -> int:

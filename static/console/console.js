@@ -1,4 +1,5 @@
-// memconsole console: theme toggle, local times, bulk selection count, header menu, htmx error display.
+// memconsole console: theme toggle, local times, bulk selection count, header menu, copy buttons,
+// htmx error display.
 // Everything here is an enhancement: every page works without it.
 (function () {
   "use strict";
@@ -97,6 +98,45 @@
     if (menu && !menu.contains(event.target)) menu.open = false;
   });
 
+  // --- copy buttons: <button data-copy="id"> copies the text of element #id ----------------------
+  function setupCopyButtons(root) {
+    var buttons = (root || document).querySelectorAll("button[data-copy]");
+    for (var i = 0; i < buttons.length; i++) buttons[i].hidden = false;
+  }
+  function copyStatus(button, message) {
+    var out = document.getElementById(button.getAttribute("aria-describedby") || "") ||
+      document.getElementById("live-region");
+    if (out) out.textContent = message;
+  }
+  function copyBySelecting(source) {
+    var range = document.createRange();
+    range.selectNodeContents(source);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    var copied = false;
+    try {
+      copied = document.execCommand("copy");
+    } catch (e) {
+      copied = false;
+    }
+    return copied;  // the text stays selected, ready for a manual copy when this failed
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-copy]");
+    if (!button) return;
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) return;
+    var value = source.textContent.trim();
+    var done = function () { copyStatus(button, text("copied")); };
+    var fallback = function () {
+      if (copyBySelecting(source)) done();
+      else copyStatus(button, text("copyFailed"));
+    };
+    if (navigator.clipboard && window.isSecureContext) navigator.clipboard.writeText(value).then(done, fallback);
+    else fallback();
+  });
+
   // --- htmx ------------------------------------------------------------------------------------
   function showError(message) {
     var banner = document.getElementById("error-region");
@@ -108,18 +148,54 @@
     var banner = document.getElementById("error-region");
     if (banner) banner.hidden = true;
   }
+  // The explanation an error response carries: the reason on a 400/503 fragment, the text of an
+  // error page (403, 404, 500). Parsed, never inserted as HTML; empty when there is none.
+  var MESSAGE_SELECTORS = ["[data-error-message]", "main [role=alert]", ".form-errors", "main h1 + p", "h1 + p"];
+  function serverMessage(xhr) {
+    var body = xhr && xhr.responseText;
+    if (!body || !window.DOMParser) return "";
+    var type = (xhr.getResponseHeader && xhr.getResponseHeader("Content-Type")) || "";
+    if (type.indexOf("html") === -1) return "";
+    var doc = new DOMParser().parseFromString(body, "text/html");
+    for (var i = 0; i < MESSAGE_SELECTORS.length; i++) {
+      var nodes = doc.querySelectorAll(MESSAGE_SELECTORS[i]);
+      for (var j = 0; j < nodes.length; j++) {
+        if (nodes[j].id === "error-region") continue;
+        var message = nodes[j].textContent.replace(/\s+/g, " ").trim();
+        if (message) return message;
+      }
+    }
+    return "";
+  }
+  // A list that a failed GET would have refreshed no longer matches its filters: say so, and dim it
+  // until the next successful swap replaces it.
+  function markStale(event) {
+    var detail = event.detail || {};
+    var verb = detail.requestConfig ? detail.requestConfig.verb : "";
+    var target = detail.target;
+    if (verb !== "get" || !target || !target.classList || !target.classList.contains("swap-region")) return "";
+    target.setAttribute("data-stale", "");
+    return text("staleList");
+  }
   if (window.htmx) {
     // Bad input answers 400 with the form and its inline errors: swap it in like a success.
     window.htmx.config.responseHandling = [
       { code: "204", swap: false },
       { code: "[23]..", swap: true },
       { code: "400", swap: true, error: false },
+      // A profile saved meanwhile by someone else answers 409 with their change and the form to re-apply.
+      { code: "409", swap: true, error: false },
       { code: "[45]..", swap: false, error: true },
       { code: "...", swap: false },
     ];
     window.htmx.onLoad(function (element) {
       localizeTimes(element);
       setupSelectAll(element);
+      setupCopyButtons(element);
+    });
+    document.body.addEventListener("htmx:afterSwap", function (event) {
+      var target = event.detail.target;
+      if (target && target.removeAttribute) target.removeAttribute("data-stale");
     });
     document.body.addEventListener("htmx:beforeRequest", clearError);
     // A row action replaces its row, and with it the focused button: put keyboard users back in
@@ -134,13 +210,20 @@
       if (target) target.focus();
     });
     document.body.addEventListener("htmx:responseError", function (event) {
-      var status = event.detail.xhr ? event.detail.xhr.status : 0;
-      if (status === 403) showError(text("forbidden"));
-      else if (status === 404) showError(text("notFound"));
-      else showError(text("requestFailed"));
+      var xhr = event.detail.xhr;
+      var status = xhr ? xhr.status : 0;
+      var message = serverMessage(xhr);
+      if (!message) {
+        if (status === 403) message = text("forbidden");
+        else if (status === 404) message = text("notFound");
+        else message = text("requestFailed");
+      }
+      var stale = markStale(event);
+      showError(stale ? message + " " + stale : message);
     });
-    document.body.addEventListener("htmx:sendError", function () {
-      showError(text("network"));
+    document.body.addEventListener("htmx:sendError", function (event) {
+      var stale = markStale(event);
+      showError(stale ? text("network") + " " + stale : text("network"));
     });
   }
 
@@ -148,6 +231,7 @@
     setupThemeToggle();
     localizeTimes(document);
     setupSelectAll(document);
+    setupCopyButtons(document);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import EllipsisType
 from typing import Any
 
 import pytest
@@ -26,7 +27,7 @@ class Api:
         self.client = Client()
         self.secret = secret
 
-    def _headers(self, secret: str | None) -> dict[str, str]:
+    def _headers(self, secret: str | EllipsisType | None) -> dict[str, str]:
         secret = self.secret if secret is ... else secret
         return {"Authorization": f"Bearer {secret}"} if secret else {}
 

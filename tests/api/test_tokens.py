@@ -8,7 +8,7 @@ from io import StringIO
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
-from django.test import Client
+from pytest_django.asserts import assertContains
 
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor, verify_audit_chain
@@ -90,10 +90,9 @@ def test_it_revokes_a_token_from_the_command(api, token_a):
         call_command("revoke_bot_token", "ffffffff", stdout=StringIO())
 
 
-def test_it_revokes_tokens_from_the_admin(api, token_a, token_b):
+def test_it_revokes_tokens_from_the_admin(client_for, api, token_a, token_b):
     staff = User.objects.create_superuser("root", password="x")
-    client = Client()
-    client.force_login(staff)
+    client = client_for(staff)
     listing = client.get("/admin/memory/bottoken/")
     assert listing.status_code == 200 and token_a[0].prefix.encode() in listing.content
     assert token_a[1].encode() not in listing.content
@@ -108,25 +107,23 @@ def test_it_revokes_tokens_from_the_admin(api, token_a, token_b):
     assert client.get("/admin/memory/bottoken/add/").status_code == 403
 
 
-def test_it_lets_the_admin_role_revoke_but_not_a_viewer(admin_user, viewer, token_a, token_b):
+def test_it_lets_the_admin_role_revoke_but_not_a_viewer(client_for, admin_user, viewer, token_a, token_b):
     for user, token, allowed in ((viewer, token_b[0], False), (admin_user, token_a[0], True)):
         user.is_staff = True
         user.save()
-        client = Client()
-        client.force_login(user)
+        client = client_for(user)
         client.post("/admin/memory/bottoken/", {"action": "revoke_tokens", "_selected_action": [token.pk]})
         token.refresh_from_db()
         assert (token.revoked_at is not None) is allowed
 
 
-def test_it_shows_grants_scopes_and_audit_in_the_admin(api):
-    admin_client = Client()
-    admin_client.force_login(User.objects.create_superuser("root", password="x"))
+def test_it_shows_grants_scopes_and_audit_in_the_admin(client_for, api):
+    admin_client = client_for(User.objects.create_superuser("root", password="x"))
     assert api.post("remember", {**SCOPE_A, "content": "visible in the admin"}).status_code == 201
     for url in ("/admin/memory/botgrant/", "/admin/memory/scope/", "/admin/memory/auditentry/"):
         response = admin_client.get(url)
         assert response.status_code == 200, url
-    assert b"bot-a:group_100" in admin_client.get("/admin/memory/scope/").content
+    assertContains(admin_client.get("/admin/memory/scope/"), b"bot-a:group_100")
     entry = AuditEntry.objects.get(operation="remember")
     page = admin_client.get(f"/admin/memory/auditentry/{entry.pk}/change/")
     assert page.status_code == 200 and b"visible in the admin" not in page.content  # no payloads here

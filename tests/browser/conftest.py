@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.utils import timezone
 
 from memconsole.memory import episodes, injection, profiles
@@ -50,7 +51,7 @@ def playwright_expect() -> Any:
     """Playwright's `expect`, for a test module to call at import. Without the playwright package
     the module is skipped, or fails under MEMCONSOLE_REQUIRE_BROWSER=1, like the fixtures below."""
     try:
-        from playwright.sync_api import expect
+        from playwright.sync_api import expect  # noqa: PLC0415  optional: without it the browser tests skip
     except ImportError:
         if browser_required():
             raise
@@ -86,7 +87,7 @@ def playwright_instance() -> Iterator[Any]:
     the suite keeps Django's check.
     """
     try:
-        from playwright.sync_api import sync_playwright
+        from playwright.sync_api import sync_playwright  # noqa: PLC0415  optional: without it the browser tests skip
     except ImportError:
         _skip_or_fail("the playwright package is not installed (pip install -r requirements-test.txt)")
     if not CHROMIUM.exists():
@@ -150,7 +151,6 @@ def one_request_at_a_time(live_server: Any) -> Any:
     (an htmx page firing two refreshes) with "database table is locked", which no busy timeout
     retries. There, requests are served one at a time; concurrency is tested against real servers
     (file SQLite, PostgreSQL) in tests/reliability."""
-    from django.db import connection
 
     # Not is_in_memory_db(): this session fixture may be set up before the test database is.
     if connection.vendor == "sqlite":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -344,7 +344,7 @@ def test_it_switches_to_chinese_and_to_the_dark_theme(new_console, seeded: Seede
 
     # Times read in the browser's zone (UTC+8 here), the UTC value on hover.
     stamp = page.locator("tr.episode-row time[datetime]").first
-    utc = datetime.strptime(stamp.get_attribute("title"), "%Y-%m-%d %H:%M:%S UTC")
+    utc = datetime.strptime(stamp.get_attribute("title"), "%Y-%m-%d %H:%M:%S UTC").replace(tzinfo=UTC)
     expect(stamp).to_contain_text((utc + timedelta(hours=8)).strftime("%H:%M:%S"))
     console.goto(f"/scopes/{seeded.scope.pk}/audit/")  # the choice is remembered on the next page
     expect(html).to_have_attribute("lang", "zh-hans")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from memconsole.memory import health
+from memconsole.memory import health, profiles
 from memconsole.memory.audit import Actor
 
 from .conftest import DESKTOP, PHONE, Seeded
@@ -40,8 +40,6 @@ def luminance(css_color: str) -> float:
 @pytest.mark.browser
 @pytest.mark.parametrize("width", ["desktop", "phone"])
 def test_it_takes_a_screenshot_of_every_screen(new_console, seeded: Seeded, admin_user, width: str) -> None:
-    from memconsole.memory import profiles
-
     profiles.update_profile(seeded.keys, Actor.system("tests"), "session", add_traits=["likes maps"])  # a diff to show
     health.run_health_check(Actor.system("tests"))
     viewport = DESKTOP if width == "desktop" else PHONE

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 from django.urls import reverse
-from django.utils import timezone
 
-from memconsole.memory.counters import recount
 from memconsole.memory.episodes import remember
-from memconsole.memory.models import Episode, Scope, new_episode_id, tags_text
+from memconsole.memory.models import Scope
 from memconsole.memory.scopes import register_scope
+from tests.factories import plain_episodes
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -28,29 +25,6 @@ def htmx(target: str | None = None) -> dict[str, str]:
 def scope(scope_with_episodes, keys) -> Scope:
     """bot-a/group_100 (four episodes, one archived) as its Scope row."""
     return Scope.objects.get(scope_key=keys.scope_key, isolation=keys.isolation)
-
-
-def plain_episodes(keys, n: int, *, tag: str = "bulk", sender_id: str = "u5") -> list[Episode]:
-    """n rows written straight to the database, oldest first, without vectors (listing, paging
-    and validation never read the index, and embedding costs time), counters recounted."""
-    now = timezone.now()
-    rows = []
-    for i in range(n):
-        episode = Episode(
-            episode_id=new_episode_id(),
-            user_key=keys.user_key,
-            scope_key=keys.scope_key,
-            timestamp=now - timedelta(minutes=n - i),
-            sender_id=sender_id,
-            sender_name="Eve",
-            tags=[tag],
-            tags_text=tags_text([tag]),
-        )
-        episode.set_content(f"{tag} episode number {i:03d}")
-        rows.append(episode)
-    Episode.objects.bulk_create(rows)
-    recount(keys.user_key)
-    return rows
 
 
 @pytest.fixture

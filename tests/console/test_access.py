@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import User
-from django.test import Client
+from pytest_django.asserts import assertContains
 
 from memconsole.memory.episodes import list_episodes
 from memconsole.memory.injection import record_injection
@@ -109,13 +109,11 @@ def test_it_answers_404_for_another_scopes_episode_and_snapshot(
 
 def test_it_lets_a_granted_user_read_their_own_bots_scope(granted_client, url, other_scope):
     response = granted_client.get(url("episodes", other_scope.pk))
-    assert response.status_code == 200
-    assert "Bot B remembers the blue door" in response.content.decode()
+    assertContains(response, "Bot B remembers the blue door")
 
 
-def test_it_refuses_users_without_any_role(db, url, scope):
-    client = Client()
-    client.force_login(User.objects.create_user("nobody", password="x"))
+def test_it_refuses_users_without_any_role(client_for, db, url, scope):
+    client = client_for(User.objects.create_user("nobody", password="x"))
     assert client.get(url("overview")).status_code == 403
     assert client.get(url("episodes", scope.pk)).status_code == 403
     assert client.get(url("diagnostics")).status_code == 403

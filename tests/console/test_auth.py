@@ -7,6 +7,7 @@ import re
 import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
+from pytest_django.asserts import assertContains
 
 from tests.conftest import PASSWORD
 
@@ -25,26 +26,26 @@ def test_it_shows_the_login_form_with_its_accessible_names(client):
 def test_it_logs_in_and_lands_on_the_overview(client, viewer):
     response = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD}, follow=True)
     assert response.redirect_chain[-1][0] == "/"
-    assert "Memory spaces" in response.content.decode()
+    assertContains(response, "Memory spaces")
 
 
 def test_it_shows_an_inline_error_for_a_wrong_password(client, viewer):
     response = client.post("/accounts/login/", {"username": "viewer", "password": "wrong"})
-    assert response.status_code == 200
-    assert 'class="form-errors" role="alert"' in response.content.decode()
+    assertContains(response, 'class="form-errors" role="alert"')
 
 
 def test_it_locks_an_account_out_after_repeated_failures(client, viewer, settings):
     for _ in range(settings.AXES_FAILURE_LIMIT):
         client.post("/accounts/login/", {"username": "viewer", "password": "wrong"})
     response = client.post("/accounts/login/", {"username": "viewer", "password": PASSWORD})
-    assert response.status_code == 429
-    assert "Too many failed logins" in response.content.decode()
-    assert b"<html" in response.content
+    assertContains(response, "Too many failed logins", status_code=429)
+    assertContains(response, b"<html", status_code=429)
 
 
 def test_it_logs_out_with_a_post_button(viewer_client):
-    page = viewer_client.get("/").content.decode()
+    response = viewer_client.get("/")
+    assert response.status_code == 200
+    page = response.content.decode()
     assert re.search(
         r'action="/accounts/logout/">\s*<input type="hidden" name="csrfmiddlewaretoken"[^>]*>\s*<button type="submit" class="secondary">Log out</button>',
         page,
@@ -66,29 +67,31 @@ def test_it_enforces_csrf_on_login(viewer):
 def test_it_switches_language_and_remembers_it(viewer_client):
     response = viewer_client.post("/i18n/setlang/", {"language": "zh-hans", "next": "/"})
     assert response.status_code == 302 and response["Location"] == "/"
-    page = viewer_client.get("/").content.decode()
-    assert '<html lang="zh-hans">' in page
+    assertContains(viewer_client.get("/"), '<html lang="zh-hans">')
     response = viewer_client.post("/i18n/setlang/", {"language": "es", "next": "/"})
-    assert '<html lang="es">' in viewer_client.get("/").content.decode()
+    assertContains(viewer_client.get("/"), '<html lang="es">')
 
 
 def test_it_offers_every_language_in_the_switcher(viewer_client):
-    page = viewer_client.get("/").content.decode()
-    assert '<label for="language-select">Language</label>' in page
+    response = viewer_client.get("/")
+    assertContains(response, '<label for="language-select">Language</label>')
     for code in ("en", "zh-hans", "es"):
-        assert f'<option value="{code}"' in page
-    assert 'action="/i18n/setlang/"' in page
+        assertContains(response, f'<option value="{code}"')
+    assertContains(response, 'action="/i18n/setlang/"')
 
 
 def test_it_loads_htmx_and_sends_the_csrf_token_once_on_the_body(viewer_client):
-    page = viewer_client.get("/").content.decode()
-    assert "django_htmx/htmx-2.min.js" in page
+    response = viewer_client.get("/")
+    page = response.content.decode()
+    assertContains(response, "django_htmx/htmx-2.min.js")
     assert re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"[^\"]+\"\}'", page)
     assert "cdn" not in page.lower()
 
 
 def test_it_has_a_theme_toggle_and_its_scripts(viewer_client):
-    page = viewer_client.get("/").content.decode()
+    response = viewer_client.get("/")
+    assert response.status_code == 200
+    page = response.content.decode()
     assert 'id="theme-toggle"' in page and 'aria-pressed="false"' in page and ">Dark theme</button>" in page
     assert "console/theme.js" in page and "console/console.js" in page and "console/console.css" in page
 

@@ -8,19 +8,21 @@ from datetime import timedelta
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memconsole.memory.episodes import delete, list_episodes, remember
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts
+from tests.factories import plain_episodes
 
-from .conftest import htmx, plain_episodes
+from .conftest import htmx
 
 pytestmark = pytest.mark.django_db
 
 
-def page_text(response) -> str:
+def page_text(response, status: int = 200) -> str:
+    """The page's text, after checking its status as assertContains does."""
+    assert response.status_code == status, response.status_code
     return response.content.decode()
 
 
@@ -124,7 +126,7 @@ def test_it_shows_each_query_its_own_filter_values(viewer_client, url, light_sco
     page = page_text(viewer_client.get(episodes_url, {"tag": "alpha", "cursor": "a999999"}))
     assert 'name="tag" value="alpha"' in page
     bad = viewer_client.get(episodes_url, {"tag": "alpha", "importance": "9"})
-    assert bad.status_code == 400 and 'class="field-error"' in page_text(bad)
+    assert bad.status_code == 400 and 'class="field-error"' in page_text(bad, 400)
     page = page_text(viewer_client.get(episodes_url, {"tag": "alpha"}))
     assert 'class="field-error"' not in page and 'name="importance" value="9"' not in page
     viewer_client.post("/i18n/setlang/", {"language": "es", "next": episodes_url})
@@ -207,7 +209,7 @@ def test_it_renders_times_as_utc_time_elements(viewer_client, url, scope):
 def test_it_answers_400_with_an_inline_error_to_bad_input(viewer_client, url, light_scope, query, field):
     response = viewer_client.get(url("episodes", light_scope.pk), query)
     assert response.status_code == 400
-    page = page_text(response)
+    page = page_text(response, 400)
     assert 'class="form-errors" role="alert"' in page
     if field:
         assert f'id="id_{field}_error"' in page
@@ -362,14 +364,15 @@ def test_it_answers_404_to_a_malformed_episode_id(viewer_client, url, scope):
     assert viewer_client.get(f"/scopes/{scope.pk}/episodes/NOT-AN-ID/").status_code == 404
 
 
-def test_it_enforces_csrf_on_row_actions(operator, url, scope, scope_with_episodes):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(operator)
+def test_it_enforces_csrf_on_row_actions(client_for, operator, url, scope, scope_with_episodes):
+    client = client_for(operator, enforce_csrf_checks=True)
     episode = scope_with_episodes[0]
     assert client.post(url("episode_archive", scope.pk, episode.episode_id)).status_code == 403
     episode.refresh_from_db()
     assert episode.status == "active"
-    page = client.get(url("episodes", scope.pk)).content.decode()
+    response = client.get(url("episodes", scope.pk))
+    assert response.status_code == 200
+    page = response.content.decode()
     token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
     assert (
         client.post(url("episode_archive", scope.pk, episode.episode_id), {"csrfmiddlewaretoken": token}).status_code
@@ -453,9 +456,8 @@ def test_it_ignores_other_scopes_episodes_in_a_bulk_request(admin_client_, url, 
     assert Episode.objects.filter(pk=foreign.pk).exists()
 
 
-def test_it_enforces_csrf_on_bulk_actions(admin_user, url, scope, scope_with_episodes):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(admin_user)
+def test_it_enforces_csrf_on_bulk_actions(client_for, admin_user, url, scope, scope_with_episodes):
+    client = client_for(admin_user, enforce_csrf_checks=True)
     ids = [scope_with_episodes[0].episode_id]
     response = client.post(url("episodes_bulk", scope.pk), {"action": "delete", "episode_ids": ids, "confirmed": "1"})
     assert response.status_code == 403 and Episode.objects.filter(episode_id__in=ids).exists()
@@ -496,4 +498,4 @@ def test_it_shows_an_episode_without_a_chain_and_its_audit_entries(viewer_client
 def test_it_answers_400_to_a_time_filter_with_no_utc_time(viewer_client, url, light_scope, query):
     response = viewer_client.get(url("episodes", light_scope.pk), query)
     assert response.status_code == 400
-    assert 'class="form-errors" role="alert"' in page_text(response)
+    assert 'class="form-errors" role="alert"' in page_text(response, 400)

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import pytest
 from django.test import Client
+from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.lib import vectors
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, InjectionSnapshot, Profile, ProfileVersion
-from memconsole.memory.profiles import replace_profile
 from memconsole.memory.validation import MAX_SENDER_CHARS
+from tests.factories import plain_episodes, profile
 
-from .conftest import htmx, plain_episodes
+from .conftest import htmx
 
 pytestmark = pytest.mark.django_db
 
@@ -24,24 +25,20 @@ def row_counts() -> dict[str, int]:
 
 
 @pytest.fixture
-def speaker_in_two_bots(db, keys, other_keys, system) -> str:
+def speaker_in_two_bots(db, keys, other_keys) -> str:
     """Speaker u7 with episodes in bot-a and bot-b and a profile in bot-a; no vectors (counting,
     refusing and validating never touch the index)."""
     for scope_keys, sender_id, n in ((keys, "u7", 2), (other_keys, "u7", 1), (keys, "u8", 1)):
-        rows = plain_episodes(scope_keys, n, sender_id=sender_id)
-        Episode.objects.filter(pk__in=[row.pk for row in rows]).update(bot_uuid=scope_keys.bot_uuid)
-    replace_profile(
-        keys, system, "speaker", "u7", {"name": "Seven", "traits": ["tall"], "preferences": [], "notes": ""}
-    )
+        plain_episodes(scope_keys, n, sender_id=sender_id)
+    profile(keys, "u7", name="Seven", traits=["tall"])
     return "u7"
 
 
 @pytest.fixture
-def granted_admin_client(admin_user) -> Client:
+def granted_admin_client(client_for, admin_user) -> Client:
     """An admin limited to bot-b."""
     BotGrant.objects.create(user=admin_user, bot_uuid="bot-b")
-    client = Client()
-    client.force_login(admin_user)
+    client = client_for(admin_user)
     return client
 
 
@@ -62,17 +59,18 @@ def test_it_refuses_the_erasure_to_viewers_and_operators(request, url, speaker_i
     assert client.post(url("erasure"), {"sender_id": "u7"}).status_code == 403
     assert client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}).status_code == 403
     assert row_counts() == before
-    assert f'href="{url("erasure")}"' not in client.get(url("overview")).content.decode()
+    assertNotContains(client.get(url("overview")), f'href="{url("erasure")}"')
 
 
 def test_it_shows_the_form_to_admins_and_links_it_from_the_header(admin_client_, url):
-    page = admin_client_.get(url("erasure")).content.decode()
+    response = admin_client_.get(url("erasure"))
+    page = response.content.decode()
     assert (
         '<label for="id_sender_id">Speaker ID</label>' in page and '<label for="id_bot_uuid">Bot UUID</label>' in page
     )
-    assert '<button type="submit">Count what would be erased</button>' in page
+    assertContains(response, '<button type="submit">Count what would be erased</button>')
     assert f'action="{url("erasure")}"' in page and f'hx-post="{url("erasure")}"' in page
-    assert f'<a href="{url("erasure")}">Erasure</a>' in admin_client_.get(url("overview")).content.decode()
+    assertContains(admin_client_.get(url("overview")), f'<a href="{url("erasure")}">Erasure</a>')
 
 
 @pytest.mark.parametrize(("method", "name"), [("put", "erasure"), ("delete", "erasure"), ("get", "erasure_run")])
@@ -106,16 +104,18 @@ def test_it_counts_what_would_be_erased_without_writing_anything(admin_client_, 
     assert "<dt>Episodes</dt><dd>3</dd>" in page and "<dt>Speaker profiles</dt><dd>1</dd>" in page
     assert "<dt>Memory spaces</dt><dd>2</dd>" in page and "<dd>every bot</dd>" in page
     assert "<dt>Audit entries redacted</dt><dd>1</dd>" in page  # the profile change
-    assert "Dry run: nothing has been erased yet." in page
+    assertContains(response, "Dry run: nothing has been erased yet.")
     assert f'action="{url("erasure_run")}"' in page and 'hx-confirm="Erase speaker u7 permanently?' in page
-    assert '<input type="hidden" name="sender_id" value="u7"' in page
-    assert '<label for="id_confirmation">Type the speaker ID again to confirm</label>' in page
-    assert '<button type="submit" class="danger">Erase permanently</button>' in page
+    assertContains(response, '<input type="hidden" name="sender_id" value="u7"')
+    assertContains(response, '<label for="id_confirmation">Type the speaker ID again to confirm</label>')
+    assertContains(response, '<button type="submit" class="danger">Erase permanently</button>')
     assert row_counts() == before
 
 
 def test_it_says_when_there_is_nothing_to_erase(admin_client_, url, speaker_in_two_bots):
-    page = admin_client_.post(url("erasure"), {"sender_id": "nobody"}).content.decode()
+    response = admin_client_.post(url("erasure"), {"sender_id": "nobody"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "Nothing was found for this speaker ID" in page and "Erase permanently" not in page
 
 
@@ -131,7 +131,7 @@ def test_it_refuses_a_confirmation_that_does_not_match(admin_client_, url, speak
 def test_it_erases_the_speaker_writes_the_receipt_and_keeps_the_chain_verifiable(
     admin_client_, url, keys, scope_with_episodes, system
 ):
-    replace_profile(keys, system, "speaker", "u1", {"name": "Alice", "traits": [], "preferences": [], "notes": ""})
+    profile(keys, "u1", name="Alice")
     erased = {e.episode_id for e in scope_with_episodes if e.sender_id == "u1"}
     assert erased <= set(vectors.all_ids(keys.user_key))
     response = admin_client_.post(url("erasure_run"), {"sender_id": "u1", "bot_uuid": "bot-a", "confirmation": "u1"})
@@ -141,7 +141,7 @@ def test_it_erases_the_speaker_writes_the_receipt_and_keeps_the_chain_verifiable
     assert receipt.actor == "user:admin" and receipt.payload["metadata"]["episodes"] == 2
     assert receipt.payload["metadata"]["profiles"] == 1 and receipt.payload["metadata"]["bot_uuid"] == "bot-a"
     assert "The speaker was erased." in page and f"<code>{receipt.audit_id}</code>" in page
-    assert "<dt>Episodes</dt><dd>2</dd>" in page
+    assertContains(response, "<dt>Episodes</dt><dd>2</dd>")
     assert not Episode.objects.filter(sender_id="u1").exists()
     assert not Profile.objects.filter(sender_id="u1").exists()
     assert Episode.objects.filter(sender_id="u2").count() == 2
@@ -160,11 +160,14 @@ def test_it_keeps_a_granted_admin_within_their_bots(granted_admin_client, url, s
 
 
 def test_it_lets_a_granted_admin_count_within_a_granted_bot(granted_admin_client, url, speaker_in_two_bots):
-    page = granted_admin_client.get(url("erasure")).content.decode()
+    response = granted_admin_client.get(url("erasure"))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert '<select name="bot_uuid"' in page and '<option value="bot-b">bot-b</option>' in page and "bot-a" not in page
-    page = granted_admin_client.post(url("erasure"), {"sender_id": "u7", "bot_uuid": "bot-b"}).content.decode()
+    response = granted_admin_client.post(url("erasure"), {"sender_id": "u7", "bot_uuid": "bot-b"})
+    page = response.content.decode()
     assert "<dt>Episodes</dt><dd>1</dd>" in page and "<code>bot-b</code>" in page
-    assert '<input type="hidden" name="bot_uuid" value="bot-b"' in page
+    assertContains(response, '<input type="hidden" name="bot_uuid" value="bot-b"')
 
 
 def test_it_answers_htmx_with_the_fragment_only(admin_client_, url, speaker_in_two_bots):
@@ -187,9 +190,8 @@ def test_it_answers_an_htmx_erasure_with_the_receipt_fragment(admin_client_, url
     assert "The speaker was erased." in html and not Episode.objects.filter(sender_id="u9").exists()
 
 
-def test_it_enforces_csrf_on_both_posts(admin_user, url, speaker_in_two_bots):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(admin_user)
+def test_it_enforces_csrf_on_both_posts(client_for, admin_user, url, speaker_in_two_bots):
+    client = client_for(admin_user, enforce_csrf_checks=True)
     before = row_counts()
     assert client.post(url("erasure"), {"sender_id": "u7"}).status_code == 403
     assert client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}).status_code == 403

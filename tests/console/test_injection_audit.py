@@ -7,15 +7,15 @@ import re
 
 import pytest
 from django.db import transaction
-from django.test import Client
 from django.utils.html import escape
+from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.memory import audit
 from memconsole.memory.episodes import remember
 from memconsole.memory.injection import record_injection
 from memconsole.memory.models import AuditEntry, InjectionSnapshot, Scope
-from memconsole.memory.profiles import replace_profile
 from memconsole.memory.scopes import derive_scope
+from tests.factories import profile
 
 from .conftest import htmx
 
@@ -24,23 +24,24 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def injection(scope, keys, system):
-    replace_profile(keys, system, "session", "", {"name": "Travel club", "traits": ["friendly"]})
+    profile(keys, name="Travel club", traits=["friendly"])
     return record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
 
 
 def test_it_shows_the_latest_injection_with_the_system_blocks_exactly_as_sent(viewer_client, url, scope, injection):
-    page = viewer_client.get(url("injection", scope.pk)).content.decode()
+    response = viewer_client.get(url("injection", scope.pk))
+    page = response.content.decode()
     assert "Latest injection" in page and "<code>q-1</code>" in page
     blocks = re.findall(r'<pre class="system-block">(.*?)</pre>', page, re.S)
     assert blocks  # each block shown once in the latest snapshot
     assert blocks == [escape(block) for block in injection.system_blocks]
     assert "[Session profile]" in page and "Travel club" in page
-    assert f'href="{url("injection_detail", scope.pk, injection.snapshot.snapshot_id)}"' in page
+    assertContains(response, f'href="{url("injection_detail", scope.pk, injection.snapshot.snapshot_id)}"')
 
 
 def test_it_shows_an_empty_injection_tab(viewer_client, url, light_scope):
-    page = viewer_client.get(url("injection", light_scope.pk)).content.decode()
-    assert "No injection has been recorded for this space yet." in page
+    response = viewer_client.get(url("injection", light_scope.pk))
+    assertContains(response, "No injection has been recorded for this space yet.")
 
 
 def test_it_pages_the_injection_history(viewer_client, url, light_scope, keys, system):
@@ -53,7 +54,9 @@ def test_it_pages_the_injection_history(viewer_client, url, light_scope, keys, s
             isolation=keys.isolation,
             speaker_id=f"speaker-{i}",
         )
-    page = viewer_client.get(url("injection", light_scope.pk)).content.decode()
+    response = viewer_client.get(url("injection", light_scope.pk))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "speaker-22" in page and "speaker-2<" not in page
     cursor = re.search(r'<a rel="next" href="\?cursor=(a\d+)"', page).group(1)
     older = viewer_client.get(url("injection", light_scope.pk), {"cursor": cursor}, **htmx("injection-history"))
@@ -61,7 +64,9 @@ def test_it_pages_the_injection_history(viewer_client, url, light_scope, keys, s
 
 
 def test_it_shows_one_snapshot_with_its_episodes_and_scores(viewer_client, url, scope, injection):
-    page = viewer_client.get(url("injection_detail", scope.pk, injection.snapshot.snapshot_id)).content.decode()
+    response = viewer_client.get(url("injection_detail", scope.pk, injection.snapshot.snapshot_id))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "Injection snapshot" in page and "Where is Alice going?" in page
     for hit in injection.hits:
         assert hit.episode.episode_id in page
@@ -81,7 +86,9 @@ def test_it_answers_404_to_another_scopes_snapshot(viewer_client, url, light_sco
 
 
 def test_it_lists_the_scopes_audit_entries_with_before_and_after(viewer_client, url, scope, other_scope):
-    page = viewer_client.get(url("audit", scope.pk)).content.decode()
+    response = viewer_client.get(url("audit", scope.pk))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert page.count("<code>remember</code>") == 4 and "<code>archive</code>" in page
     assert "Bot B remembers" not in page  # another scope's entries
     assert "Before and after" in page and "&quot;status&quot;: &quot;archived&quot;" in page
@@ -91,12 +98,16 @@ def test_it_filters_the_audit_log_by_operation_and_actor(
     viewer_client, operator_client, url, scope, scope_with_episodes
 ):
     operator_client.post(url("episode_archive", scope.pk, scope_with_episodes[0].episode_id))
-    page = viewer_client.get(url("audit", scope.pk), {"operation": "archive"}).content.decode()
+    response = viewer_client.get(url("audit", scope.pk), {"operation": "archive"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert page.count("<code>archive</code>") == 2 and "<code>remember</code>" not in page
-    page = viewer_client.get(url("audit", scope.pk), {"actor": "operator"}).content.decode()
+    response = viewer_client.get(url("audit", scope.pk), {"actor": "operator"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert page.count("<code>archive</code>") == 1 and "user:operator" in page
-    page = viewer_client.get(url("audit", scope.pk), {"operation": "erase"}).content.decode()
-    assert "No audit entry matches these filters." in page
+    response = viewer_client.get(url("audit", scope.pk), {"operation": "erase"})
+    assertContains(response, "No audit entry matches these filters.")
 
 
 def test_it_pages_the_audit_log_by_sequence(viewer_client, url, light_scope, keys, system):
@@ -111,10 +122,14 @@ def test_it_pages_the_audit_log_by_sequence(viewer_client, url, light_scope, key
                 target_id=f"t{i:02d}",
                 summary=f"entry {i}",
             )
-    page = viewer_client.get(url("audit", light_scope.pk)).content.decode()
+    response = viewer_client.get(url("audit", light_scope.pk))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "<code>t29</code>" in page and "<code>t04</code>" not in page
     cursor = re.search(r'<a rel="next" href="\?cursor=(a\d+)"', page).group(1)
-    page = viewer_client.get(url("audit", light_scope.pk), {"cursor": cursor}).content.decode()
+    response = viewer_client.get(url("audit", light_scope.pk), {"cursor": cursor})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "<code>t04</code>" in page and "<code>t29</code>" not in page
 
 
@@ -140,13 +155,12 @@ def test_it_exports_the_audit_log_as_json_and_audits_the_export(admin_client_, u
 
 
 def test_it_offers_the_audit_export_only_to_roles_that_may_export(viewer_client, admin_client_, url, scope):
-    assert b"Export audit as JSON" not in viewer_client.get(url("audit", scope.pk)).content
-    assert b"Export audit as JSON" in admin_client_.get(url("audit", scope.pk)).content
+    assertNotContains(viewer_client.get(url("audit", scope.pk)), b"Export audit as JSON")
+    assertContains(admin_client_.get(url("audit", scope.pk)), b"Export audit as JSON")
 
 
-def test_it_enforces_csrf_on_the_audit_export(admin_user, url, light_scope):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(admin_user)
+def test_it_enforces_csrf_on_the_audit_export(client_for, admin_user, url, light_scope):
+    client = client_for(admin_user, enforce_csrf_checks=True)
     assert client.post(url("audit_export", light_scope.pk)).status_code == 403
     assert not AuditEntry.objects.filter(operation="audit_export").exists()
 
@@ -156,9 +170,11 @@ def test_it_shows_a_bot_isolation_scopes_shared_episodes_and_its_profiles_once_e
     sibling = derive_scope("bot-a", "group_101", "bot")
     remember(shared, system, "said in group 100")
     remember(sibling, system, "said in group 101")  # same user_key bot:bot-a
-    replace_profile(derive_scope("bot-a", "group_100", "session"), system, "session", "", {"name": "G100"})
+    profile(derive_scope("bot-a", "group_100", "session"), name="G100")
     remember(derive_scope("bot-z", "group_100", "bot"), system, "another bot")
     scope = Scope.objects.get(scope_key="bot-a:group_100", isolation="bot")
-    page = viewer_client.get(url("audit", scope.pk)).content.decode()
+    response = viewer_client.get(url("audit", scope.pk))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "said in group 100" in page and "said in group 101" in page and "another bot" not in page
     assert page.count("<code>profile_update</code>") == 1 and page.count("<code>remember</code>") == 2

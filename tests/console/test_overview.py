@@ -6,8 +6,8 @@ import re
 
 import pytest
 from django.db import connection
-from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from pytest_django.asserts import assertContains
 
 from memconsole.memory.models import AuditEntry, EpisodeCounts, Scope
 from memconsole.memory.scopes import derive_scope, register_scope
@@ -22,42 +22,54 @@ def make_scopes(n: int, bot: str = "bot-a") -> list[Scope]:
 
 
 def test_it_lists_known_scopes_with_their_counts(viewer_client, url, scope):
-    page = viewer_client.get(url("overview")).content.decode()
-    assert f'href="{url("episodes", scope.pk)}">group_100</a>' in page
-    assert "3 active, 1 archived, 0 superseded" in page
-    assert '<label for="id_q">Find a scope</label>' in page
+    response = viewer_client.get(url("overview"))
+    assertContains(response, f'href="{url("episodes", scope.pk)}">group_100</a>')
+    assertContains(response, "3 active, 1 archived, 0 superseded")
+    assertContains(response, '<label for="id_q">Find a scope</label>')
 
 
 def test_it_shows_an_empty_state_without_scopes(viewer_client, url):
-    page = viewer_client.get(url("overview")).content.decode()
-    assert "No memory spaces yet" in page
+    response = viewer_client.get(url("overview"))
+    assertContains(response, "No memory spaces yet")
 
 
 def test_it_finds_a_scope_by_part_of_its_name_or_bot(viewer_client, url, light_scope, other_scope):
-    page = viewer_client.get(url("overview"), {"q": "200"}).content.decode()
+    response = viewer_client.get(url("overview"), {"q": "200"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "group_200" in page and "group_100" not in page
-    page = viewer_client.get(url("overview"), {"q": "bot-a"}).content.decode()
+    response = viewer_client.get(url("overview"), {"q": "bot-a"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "group_100" in page and "group_200" not in page
-    page = viewer_client.get(url("overview"), {"q": "nothing-like-this"}).content.decode()
-    assert "No memory space matches" in page
+    response = viewer_client.get(url("overview"), {"q": "nothing-like-this"})
+    assertContains(response, "No memory space matches")
 
 
 def test_it_hides_scopes_outside_the_users_grants(granted_client, url, light_scope, other_scope):
-    page = granted_client.get(url("overview")).content.decode()
+    response = granted_client.get(url("overview"))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "group_200" in page and "group_100" not in page
 
 
 def test_it_pages_scopes_by_keyset_with_next_and_previous(viewer_client, url):
     make_scopes(30)
-    first = viewer_client.get(url("overview")).content.decode()
+    response = viewer_client.get(url("overview"))
+    assert response.status_code == 200
+    first = response.content.decode()
     assert first.count("<tr>") - 1 >= 25  # header row + 25 (the Advanced table repeats them)
     next_link = re.search(r'<a rel="next" href="\?cursor=(a\d+)"', first)
     assert next_link and 'rel="prev"' not in first
-    second = viewer_client.get(url("overview"), {"cursor": next_link.group(1)}).content.decode()
+    response = viewer_client.get(url("overview"), {"cursor": next_link.group(1)})
+    assert response.status_code == 200
+    second = response.content.decode()
     assert "group_000" in second and "group_029" not in second
     previous = re.search(r'<a rel="prev" href="\?cursor=(b\d+)"', second)
     assert previous
-    back = viewer_client.get(url("overview"), {"cursor": previous.group(1)}).content.decode()
+    response = viewer_client.get(url("overview"), {"cursor": previous.group(1)})
+    assert response.status_code == 200
+    back = response.content.decode()
     assert "group_029" in back and "group_000" not in back
 
 
@@ -76,34 +88,31 @@ def test_it_lists_scopes_without_counting_or_offsets(viewer_client, url):
 @pytest.mark.parametrize("query", [{"cursor": "zz"}, {"cursor": "a12x"}, {"q": "x" * 300}])
 def test_it_answers_400_with_an_inline_error_to_bad_list_input(viewer_client, url, query):
     response = viewer_client.get(url("overview"), query)
-    assert response.status_code == 400
-    assert 'class="form-errors" role="alert"' in response.content.decode()
+    assertContains(response, 'class="form-errors" role="alert"', status_code=400)
 
 
 def test_it_derives_keys_and_links_to_a_known_scope(viewer_client, url, light_scope):
     response = viewer_client.get(
         url("overview"), {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"}
     )
-    page = response.content.decode()
-    assert response.status_code == 200
-    assert "<code>bot-a:group_100</code>" in page
-    assert f'href="{url("episodes", light_scope.pk)}">Open this memory space</a>' in page
+    assertContains(response, "<code>bot-a:group_100</code>")
+    assertContains(response, f'href="{url("episodes", light_scope.pk)}">Open this memory space</a>')
 
 
 def test_it_derives_bot_isolation_keys(viewer_client, url):
-    page = viewer_client.get(
-        url("overview"), {"bot_uuid": "bot-a", "session_name": "person_7", "isolation": "bot"}
-    ).content.decode()
+    response = viewer_client.get(url("overview"), {"bot_uuid": "bot-a", "session_name": "person_7", "isolation": "bot"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "<code>bot-a:person_7</code>" in page and "<code>bot:bot-a</code>" in page
     assert "nothing to show" in page  # a viewer cannot open a space nobody used
 
 
 def test_it_labels_the_derive_fields_exactly(viewer_client, url):
-    page = viewer_client.get(url("overview")).content.decode()
-    assert '<label for="id_bot_uuid">Bot UUID</label>' in page
-    assert '<label for="id_session_name">Session name</label>' in page
-    assert '<label for="id_isolation">Isolation</label>' in page
-    assert '<button type="submit">Derive</button>' in page
+    response = viewer_client.get(url("overview"))
+    assertContains(response, '<label for="id_bot_uuid">Bot UUID</label>')
+    assertContains(response, '<label for="id_session_name">Session name</label>')
+    assertContains(response, '<label for="id_isolation">Isolation</label>')
+    assertContains(response, '<button type="submit">Derive</button>')
 
 
 @pytest.mark.parametrize(
@@ -132,13 +141,17 @@ def test_it_refuses_to_derive_a_bot_outside_the_grants(granted_client, url, ligh
 
 
 def test_it_answers_htmx_searches_and_derives_with_their_fragments(viewer_client, url, light_scope):
-    fragment = viewer_client.get(url("overview"), {"q": "group"}, **htmx("scope-list")).content.decode()
+    response = viewer_client.get(url("overview"), {"q": "group"}, **htmx("scope-list"))
+    assert response.status_code == 200
+    fragment = response.content.decode()
     assert fragment.lstrip().startswith('<div id="scope-list"') and "<html" not in fragment
-    derived = viewer_client.get(
+    response = viewer_client.get(
         url("overview"),
         {"bot_uuid": "bot-a", "session_name": "group_100", "isolation": "session"},
         **htmx("derive-result"),
-    ).content.decode()
+    )
+    assert response.status_code == 200
+    derived = response.content.decode()
     assert derived.lstrip().startswith('<div id="derive-result"') and "bot-a:group_100" in derived
 
 
@@ -184,9 +197,8 @@ def test_it_answers_400_opening_a_space_with_bad_keys(operator_client, url):
     assert not Scope.objects.exists()
 
 
-def test_it_enforces_csrf_when_opening_a_space(operator):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(operator)
+def test_it_enforces_csrf_when_opening_a_space(client_for, operator):
+    client = client_for(operator, enforce_csrf_checks=True)
     response = client.post("/scopes/open/", {"bot_uuid": "bot-z", "session_name": "group_9", "isolation": "session"})
     assert response.status_code == 403
     assert not Scope.objects.exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.memory.episodes import list_episodes
 from memconsole.memory.injection import record_injection
@@ -21,16 +22,18 @@ CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
 def cells_without_label(html: str, row_pattern: str) -> list[str]:
     """The <td> tags, in rows matching row_pattern, that carry no data-label (the actions cell and
     the whole-row status cell need none: their buttons and text say what they are)."""
-    missing = []
-    for row in re.findall(row_pattern, html, re.S):
-        for td in re.findall(r"<td\b[^>]*>", row):
-            if "data-label=" not in td and 'class="actions"' not in td and "colspan" not in td:
-                missing.append(td)
-    return missing
+    return [
+        td
+        for row in re.findall(row_pattern, html, re.S)
+        for td in re.findall(r"<td\b[^>]*>", row)
+        if "data-label=" not in td and 'class="actions"' not in td and "colspan" not in td
+    ]
 
 
 def filter_panel(html: str) -> str:
-    return re.search(r'<details class="filter-panel[^"]*"[^>]*>', html).group(0)
+    panel = re.search(r'<details class="filter-panel[^"]*"[^>]*>', html)
+    assert panel, "the page has no filter panel"
+    return panel.group(0)
 
 
 def test_it_labels_every_cell_of_the_stacked_tables(admin_client_, url, scope, system, keys):
@@ -43,7 +46,9 @@ def test_it_labels_every_cell_of_the_stacked_tables(admin_client_, url, scope, s
         url("overview"): r'<table class="data stack">.*?</table>',
     }
     for path, rows in pages.items():
-        html = admin_client_.get(path).content.decode()
+        response = admin_client_.get(path)
+        assert response.status_code == 200
+        html = response.content.decode()
         assert re.search(rows, html, re.S), path
         assert not cells_without_label(html, rows), path
 
@@ -54,7 +59,7 @@ def test_it_labels_the_cells_of_the_row_that_an_archive_swaps_in(operator_client
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html
     for label in ("Time", "Speaker", "Content", "Tags", "Importance", "Status"):
-        assert f'data-label="{label}"' in html
+        assertContains(response, f'data-label="{label}"')
     assert not cells_without_label(html, r"<tr\b.*?</tr>")
 
 
@@ -72,19 +77,23 @@ def test_it_labels_the_cells_of_the_row_that_an_archive_swaps_in(operator_client
     ],
 )
 def test_it_opens_the_filter_panel_only_when_a_filter_is_in_use(viewer_client, url, scope, query, is_open, summary):
-    html = viewer_client.get(url("episodes", scope.pk, query=query)).content.decode()
+    html = viewer_client.get(url("episodes", scope.pk, query=query)).content.decode()  # 200, or 400 for a bad filter
     assert (" open" in filter_panel(html)) is is_open
     assert re.search(rf"<summary>\s*{re.escape(summary)}\s*</summary>", html)
 
 
 def test_it_keeps_the_filter_panel_in_the_htmx_fragment(viewer_client, url, scope):
-    html = viewer_client.get(url("episodes", scope.pk, query="tag=travel"), **htmx()).content.decode()
+    response = viewer_client.get(url("episodes", scope.pk, query="tag=travel"), **htmx())
+    assert response.status_code == 200
+    html = response.content.decode()
     assert "<html" not in html and " open" in filter_panel(html)
 
 
 @pytest.mark.parametrize(("query", "shown"), [("", "10"), ("q=trip", "10"), ("q=trip&top_k=3", "3"), ("top_k=7", "7")])
 def test_it_shows_the_number_of_results_a_search_uses(viewer_client, url, scope, query, shown):
-    html = viewer_client.get(url("episodes", scope.pk, query=query)).content.decode()
+    response = viewer_client.get(url("episodes", scope.pk, query=query))
+    assert response.status_code == 200
+    html = response.content.decode()
     field = re.search(r'<input[^>]*name="top_k"[^>]*>', html).group(0)
     assert f'value="{shown}"' in field
 
@@ -92,7 +101,9 @@ def test_it_shows_the_number_of_results_a_search_uses(viewer_client, url, scope,
 def test_it_translates_the_score_factors_of_search_results_and_snapshots(viewer_client, url, scope, keys, system):
     record_injection(keys, system, "Where is Alice going?", query_id="q-1", sender_id="u1", sender_name="Alice")
     for path in (url("episodes", scope.pk, query="q=trip+to+Beijing"), url("injection", scope.pk)):
-        html = viewer_client.get(path, **CHINESE).content.decode()
+        response = viewer_client.get(path, **CHINESE)
+        assert response.status_code == 200
+        html = response.content.decode()
         breakdown = re.search(r'<dl class="breakdown".*?</dl>', html, re.S).group(0)
         factors = re.findall(r'data-factor="(\w+)" data-value="([^"]+)"><dt>([^<]+)</dt>', breakdown)
         assert [key for key, _, _ in factors] == ["similarity", "recency", "importance", "speaker", "update", "exact"]
@@ -108,15 +119,17 @@ def test_it_joins_chinese_sentences_without_a_space(operator_client, url, scope,
         url("profile_detail", other_scope.pk, "session"),
     ]
     for path in pages:
-        html = operator_client.get(path, **CHINESE).content.decode()
+        response = operator_client.get(path, **CHINESE)
+        assert response.status_code == 200
+        html = response.content.decode()
         assert re.search(r"[\u4e00-\u9fff]", html), path
         assert not re.search(r"[。！？][ \t\r\n]+[^\s<]", html), path
-    html = operator_client.get(url("episodes", scope.pk), **CHINESE).content.decode()
-    assert "此空间有 3 条活跃的情景记忆。最新的在前。" in html
+    response = operator_client.get(url("episodes", scope.pk), **CHINESE)
+    assertContains(response, "此空间有 3 条活跃的情景记忆。最新的在前。")
 
 
 def test_it_shows_profile_limits_in_the_language_of_the_request(operator_client, url, scope):
-    english = operator_client.get(url("profile_detail", scope.pk, "session")).content.decode()
-    assert "At most 20 traits." in english
-    chinese = operator_client.get(url("profile_detail", scope.pk, "session"), **CHINESE).content.decode()
-    assert "At most" not in chinese
+    response = operator_client.get(url("profile_detail", scope.pk, "session"))
+    assertContains(response, "At most 20 traits.")
+    response = operator_client.get(url("profile_detail", scope.pk, "session"), **CHINESE)
+    assertNotContains(response, "At most")

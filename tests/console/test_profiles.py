@@ -6,10 +6,11 @@ import re
 from urllib.parse import urlencode
 
 import pytest
-from django.test import Client
+from pytest_django.asserts import assertContains
 
 from memconsole.memory.models import AuditEntry, Profile
-from memconsole.memory.profiles import get_profile, replace_profile
+from memconsole.memory.profiles import get_profile
+from tests.factories import profile
 
 from .conftest import htmx
 
@@ -20,45 +21,40 @@ PROFILE = {"name": "Alice", "traits": "curious\nkind", "preferences": "green tea
 
 @pytest.fixture
 def speaker_profile(light_scope, keys, system) -> Profile:
-    replace_profile(
-        keys, system, "speaker", "u1", {"name": "Alice", "traits": ["curious"], "preferences": [], "notes": ""}
-    )
-    return replace_profile(
-        keys,
-        system,
-        "speaker",
-        "u1",
-        {"name": "Alice", "traits": ["curious", "kind"], "preferences": ["tea"], "notes": "v2"},
-    )
+    profile(keys, "u1", name="Alice", traits=["curious"])
+    return profile(keys, "u1", name="Alice", traits=["curious", "kind"], preferences=["tea"], notes="v2")
 
 
 def test_it_lists_the_session_profile_and_speaker_profiles(viewer_client, url, light_scope, speaker_profile):
-    page = viewer_client.get(url("profiles", light_scope.pk)).content.decode()
-    assert "This session has no profile yet." in page
-    assert f'href="{url("profile_detail", light_scope.pk, "speaker")}?sender=u1">Alice</a>' in page
+    response = viewer_client.get(url("profiles", light_scope.pk))
+    page = response.content.decode()
+    assertContains(response, "This session has no profile yet.")
+    assertContains(response, f'href="{url("profile_detail", light_scope.pk, "speaker")}?sender=u1">Alice</a>')
     assert '<label for="speaker-picker">Speaker ID</label>' in page and '<option value="u5">' in page
 
 
 def test_it_shows_an_empty_state_without_speaker_profiles(viewer_client, url, light_scope):
-    page = viewer_client.get(url("profiles", light_scope.pk)).content.decode()
-    assert "No speaker has a profile in this session yet." in page
+    response = viewer_client.get(url("profiles", light_scope.pk))
+    assertContains(response, "No speaker has a profile in this session yet.")
 
 
 def test_it_shows_a_profile_with_its_history_and_the_latest_diff(viewer_client, url, light_scope, speaker_profile):
-    page = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"})
+    page = response.content.decode()
     assert "Speaker profile: u1" in page and "Current version (2)" in page
-    assert "Changes from version 1 to version 2" in page
+    assertContains(response, "Changes from version 1 to version 2")
     assert re.search(r'<li class="diff-added">.*?Trait: kind</li>', page)
     assert re.search(r'<li class="diff-added">.*?Preference: tea</li>', page)
     assert "Edit profile" not in page and "Roll back" not in page  # a viewer reads only
 
 
 def test_it_diffs_two_chosen_versions(viewer_client, url, light_scope, keys, system, speaker_profile):
-    replace_profile(keys, system, "speaker", "u1", {"name": "Alicia", "traits": [], "preferences": [], "notes": ""})
-    page = viewer_client.get(
+    profile(keys, "u1", name="Alicia")
+    response = viewer_client.get(
         url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1", "diff_from": "1", "diff_to": "3"}
-    ).content.decode()
-    assert "Changes from version 1 to version 3" in page
+    )
+    page = response.content.decode()
+    assertContains(response, "Changes from version 1 to version 3")
     assert re.search(r'<li class="diff-removed">.*?Name: Alice</li>', page)
     assert re.search(r'<li class="diff-added">.*?Name: Alicia</li>', page)
 
@@ -93,8 +89,7 @@ def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_cl
     assert row.version == 1
     entry = AuditEntry.objects.get(operation="profile_update")
     assert entry.actor == "user:operator" and entry.payload["after"]["name"] == "Alice"
-    page = operator_client.get(response["Location"]).content.decode()
-    assert "Profile saved as version 1." in page
+    assertContains(operator_client.get(response["Location"]), "Profile saved as version 1.")
 
 
 def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, light_scope, keys, speaker_profile):
@@ -121,8 +116,7 @@ def test_it_answers_400_with_inline_errors_to_an_edit_beyond_the_limits(
     operator_client, url, light_scope, keys, data, field
 ):
     response = operator_client.post(url("profile_edit", light_scope.pk, "session"), data)
-    assert response.status_code == 400
-    assert f'id="id_{field}_error"' in response.content.decode()
+    assertContains(response, f'id="id_{field}_error"', status_code=400)
     assert get_profile(keys, "session")[1] is None
 
 
@@ -153,7 +147,9 @@ def test_it_answers_an_htmx_rollback_with_the_profile_panel(operator_client, url
 
 
 def test_it_offers_rollback_with_a_confirmation_to_operators(operator_client, url, light_scope, speaker_profile):
-    page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    response = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert 'aria-label="Roll back to version 1"' in page and "hx-confirm=" in page
     assert 'aria-label="Roll back to version 2"' not in page  # the current version
 
@@ -171,8 +167,10 @@ def test_it_refuses_a_rollback_to_a_missing_version(operator_client, url, light_
 
 
 def test_it_keeps_profiles_of_another_scope_apart(operator_client, url, light_scope, other_scope, other_keys, system):
-    replace_profile(other_keys, system, "speaker", "u1", {"name": "Zed"})
-    page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    profile(other_keys, "u1", name="Zed")
+    response = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"})
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "Zed" not in page and "There is no profile yet." in page
     response = operator_client.post(
         url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}
@@ -180,16 +178,17 @@ def test_it_keeps_profiles_of_another_scope_apart(operator_client, url, light_sc
     assert response.status_code == 404
 
 
-def test_it_enforces_csrf_on_profile_edits(operator, url, light_scope, keys):
-    client = Client(enforce_csrf_checks=True)
-    client.force_login(operator)
+def test_it_enforces_csrf_on_profile_edits(client_for, operator, url, light_scope, keys):
+    client = client_for(operator, enforce_csrf_checks=True)
     assert client.post(url("profile_edit", light_scope.pk, "session"), PROFILE).status_code == 403
     assert get_profile(keys, "session")[1] is None
 
 
 def test_it_shows_profile_content_as_text(viewer_client, url, light_scope, keys, system):
-    replace_profile(keys, system, "session", "", {"name": "<script>x()</script>", "notes": "<i>hi</i>"})
-    page = viewer_client.get(url("profile_detail", light_scope.pk, "session")).content.decode()
+    profile(keys, name="<script>x()</script>", notes="<i>hi</i>")
+    response = viewer_client.get(url("profile_detail", light_scope.pk, "session"))
+    assert response.status_code == 200
+    page = response.content.decode()
     assert "<script>x()" not in page and "&lt;script&gt;x()&lt;/script&gt;" in page and "<i>hi</i>" not in page
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from pytest_django.asserts import assertContains
 
 from memconsole.console.middleware import CONTENT_SECURITY_POLICY, client_ip
 from tests.conftest import PASSWORD
@@ -19,22 +20,20 @@ def test_it_sends_a_content_security_policy_without_inline_code(viewer_client):
 
 
 def test_it_turns_off_htmx_inline_indicator_styles(viewer_client):
-    assert b'"includeIndicatorStyles": false' in viewer_client.get("/").content
+    assertContains(viewer_client.get("/"), b'"includeIndicatorStyles": false')
 
 
-def test_it_lets_an_unrestricted_staff_admin_into_the_admin_site(admin_user, client):
+def test_it_lets_an_unrestricted_staff_admin_into_the_admin_site(admin_user, client_for):
     admin_user.is_staff = True
     admin_user.save()
-    client.force_login(admin_user)
-    assert client.get("/admin/").status_code == 200
+    assert client_for(admin_user).get("/admin/").status_code == 200
 
 
-def test_it_keeps_a_bot_limited_admin_out_of_the_admin_site(admin_user, client):
+def test_it_keeps_a_bot_limited_admin_out_of_the_admin_site(admin_user, client_for):
     admin_user.is_staff = True
     admin_user.save()
     admin_user.bot_grants.create(bot_uuid="bot-b")
-    client.force_login(admin_user)
-    response = client.get("/admin/auth/user/")
+    response = client_for(admin_user).get("/admin/auth/user/")
     assert response.status_code == 302 and "/admin/login/" in response.headers["Location"]
 
 

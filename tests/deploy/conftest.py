@@ -27,6 +27,8 @@ from tests import processes
 from tests.conftest import MODEL_DIR
 from tests.processes import GUNICORN, LOOPBACK, MANAGE, REPO, own_postgres_database
 
+from .container_files import load_compose, parse_dockerfile
+
 
 def clean_env(tmp_path: Path, **settings: Any) -> dict[str, str]:
     """The parent's environment without memconsole settings, plus a private var/ and `settings`."""
@@ -47,6 +49,14 @@ def manage_json(env: dict[str, str], script: str, timeout: float = 180) -> Any:
     """Run `script` in `manage.py shell` and return the JSON it prints on its last line."""
     output = manage(env, "shell", "-c", script, timeout=timeout).stdout.strip().splitlines()
     return json.loads(output[-1])
+
+
+def script_json(env: dict[str, str], name: str, payload: Any, timeout: float = 180) -> Any:
+    """Run scripts/<name> with `payload` (JSON on stdin) and return the JSON of its last stdout line."""
+    result = processes.run_script(Path(__file__).resolve().parent / "scripts" / name, env, payload, timeout=timeout)
+    if result.returncode != 0:
+        pytest.fail(f"{name} exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------
@@ -236,13 +246,9 @@ class Client:
 
 @pytest.fixture(scope="session")
 def dockerfile():
-    from .container_files import parse_dockerfile
-
     return parse_dockerfile(REPO / "Dockerfile")
 
 
 @pytest.fixture(scope="session")
 def compose() -> dict[str, Any]:
-    from .container_files import load_compose
-
     return load_compose(REPO / "docker-compose.yml")

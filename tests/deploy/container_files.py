@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml  # PyYAML comes with chromadb (requirements.txt)
+
 # Names that carry secrets: they must never get a value in an image or in the compose file.
 SECRET_NAME = re.compile(r"SECRET|PASSW|TOKEN|FERNET|CREDENTIAL|(^|_)KEYS?($|_)|DATABASE_URL", re.IGNORECASE)
 # A compose value that only refers to the environment (.env), with no default: ${NAME} or ${NAME:?message}.
@@ -56,7 +58,7 @@ class Stage:
         return values
 
     def args(self) -> dict[str, str | None]:
-        return _arg_names(self.all("ARG"))
+        return declared_args(self.all("ARG"))
 
 
 @dataclass
@@ -95,7 +97,7 @@ def parse_assignments(text: str) -> dict[str, str]:
     return dict(word.split("=", 1) for word in words)
 
 
-def _arg_names(instructions: list[Instruction]) -> dict[str, str | None]:
+def declared_args(instructions: list[Instruction]) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for instruction in instructions:
         for word in shlex.split(instruction.args, posix=True):
@@ -177,8 +179,6 @@ def parse_env_file(path: Path) -> tuple[dict[str, str], set[str]]:
 
 
 def load_compose(path: Path) -> dict[str, Any]:
-    import yaml  # PyYAML comes with chromadb (requirements.txt)
-
     return yaml.safe_load(path.read_text())
 
 

@@ -15,10 +15,12 @@ from .container_files import (
     ENV_REFERENCE,
     SECRET_NAME,
     compose_environment,
+    declared_args,
     env_references,
     image_tag,
     parse_env_file,
 )
+from .test_operations_docs import configuration_names
 
 BUILD_ONLY_MARKER = "build-only"
 
@@ -125,7 +127,7 @@ def test_it_bakes_no_secret_into_the_image(dockerfile):
         assert not leaked, (
             f"ENV {leaked} in stage {stage.name or stage.base}: secrets come from the runtime environment"
         )
-    arg_names = [name for name in {**_preamble_args(dockerfile), **_all_stage_args(dockerfile)}]
+    arg_names = list({**_preamble_args(dockerfile), **_all_stage_args(dockerfile)})
     assert not [name for name in arg_names if SECRET_NAME.search(name)], (
         "build arguments are visible in the image history"
     )
@@ -143,9 +145,7 @@ def test_it_keeps_local_state_and_secrets_out_of_the_build_context():
 
 
 def _preamble_args(dockerfile) -> dict:
-    from .container_files import _arg_names
-
-    return _arg_names([i for i in dockerfile.preamble if i.keyword == "ARG"])
+    return declared_args([i for i in dockerfile.preamble if i.keyword == "ARG"])
 
 
 def _all_stage_args(dockerfile) -> dict:
@@ -231,7 +231,7 @@ def test_it_publishes_only_the_console_and_only_on_loopback(compose):
 
 
 def test_it_explains_every_variable_compose_needs_without_giving_secrets():
-    values, commented = parse_env_file(REPO / ".env.example")
+    values, _commented = parse_env_file(REPO / ".env.example")
     compose_text = (REPO / "docker-compose.yml").read_text()
     missing = env_references(compose_text) - set(values)
     assert not missing, f".env.example does not list {missing}"
@@ -243,8 +243,6 @@ def test_it_explains_every_variable_compose_needs_without_giving_secrets():
 
 
 def test_it_lists_only_real_settings_in_the_env_example():
-    from .test_operations_docs import configuration_names
-
     values, commented = parse_env_file(REPO / ".env.example")
     compose_only = {"POSTGRES_PASSWORD"}
     unknown = (set(values) | commented) - configuration_names() - compose_only

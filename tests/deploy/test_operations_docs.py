@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import re
 
+from django.apps import apps
 from django.core.management import get_commands
+from django.db import models
 
 from .conftest import REPO
 
@@ -76,3 +78,35 @@ def test_it_names_the_health_exit_codes_and_probes():
     for text in ("memory_health", "/healthz", "/readyz", "0", "1", "2"):
         assert text in docs
     assert re.search(r"exit code|exit status", docs, re.IGNORECASE)
+
+
+def _stored_in_clear_table() -> dict[str, tuple[set[str], set[str]]]:
+    """The threat model's table: per model, the columns it names as sealed and as in clear."""
+    threat_model = _docs().split("## Threat model", 1)[1]
+    table = {}
+    for line in threat_model.splitlines():
+        match = re.match(r"^\s*\|\s*`(\w+)`\s*\|(.*)\|(.*)\|\s*$", line)
+        if match:
+            table[match[1]] = (set(re.findall(r"`(\w+)`", match[2])), set(re.findall(r"`(\w+)`", match[3])))
+    return table
+
+
+def test_it_names_every_text_column_of_memory_as_sealed_or_in_clear():
+    """Issue 15: the threat model says which stored text is readable in a stolen backup (query ids,
+    token names, speaker ids ...); a new text column of the memory app must be added to its table."""
+    table = _stored_in_clear_table()
+    missing = []
+    for model in apps.get_app_config("memory").get_models():
+        sealed, clear = table.get(model.__name__, (set(), set()))
+        for field in model._meta.concrete_fields:  # noqa: SLF001  Model._meta is Django's documented model API
+            if isinstance(field, models.CharField | models.TextField | models.JSONField):
+                column = field.db_column or field.name
+                is_sealed = column in {"content", "payload"} and hasattr(
+                    model, "set_content" if column == "content" else "set_payload"
+                )
+                if column not in (sealed if is_sealed else clear):
+                    missing.append(f"{model.__name__}.{column} ({'sealed' if is_sealed else 'in clear'})")
+    assert not missing, f"docs/operations.md's threat model does not list: {missing}"
+    for name in ("query_id", "speaker_id"):
+        assert name in table["InjectionSnapshot"][1]
+    assert "name" in table["BotToken"][1]

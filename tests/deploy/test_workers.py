@@ -9,6 +9,8 @@ concurrent requests must spread over processes; the access log names the worker 
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +19,7 @@ from datetime import UTC, datetime
 import pytest
 from cryptography.fernet import Fernet
 
-from .conftest import Client, Gunicorn, clean_env, manage, manage_json
+from .conftest import Client, Gunicorn, clean_env, manage, script_json
 
 pytestmark = pytest.mark.chroma_server
 
@@ -26,47 +28,6 @@ CLIENTS = 8
 RATE_PER_MINUTE = 60
 BOT = "deploy-bot"
 PASSWORD = "deploy-horse-battery-staple"
-
-SETUP_SCRIPT = """
-import json
-from django.contrib.auth.models import Group, User
-from memconsole.memory import tokens
-from memconsole.memory.audit import Actor
-from memconsole.memory.roles import ADMIN
-user = User.objects.create_user("deploy-admin", password=%(password)r)
-user.groups.add(Group.objects.get(name=ADMIN))
-User.objects.create_user("deploy-guessed", password=%(password)r)
-actor = Actor.system("tests/deploy")
-print(json.dumps({
-    "writer": tokens.create_token("deploy writer", [%(bot)r], actor)[1],
-    "limited": tokens.create_token("deploy rate", [%(bot)r], actor)[1],
-}))
-"""
-
-STATE_SCRIPT = """
-import json
-from memconsole.lib import vectors
-from memconsole.memory.audit import verify_audit_chain
-from memconsole.memory.models import AuditEntry, Episode, Profile, ProfileVersion
-from memconsole.memory.scopes import derive_scope
-keys = derive_scope(%(bot)r, %(session)r, "session")
-chain = verify_audit_chain()
-episodes = list(Episode.objects.filter(user_key=keys.user_key).values_list("episode_id", "vector_current"))
-profile = Profile.objects.filter(scope_key=keys.scope_key, type="session").first()
-print(json.dumps({
-    "chain_ok": chain.ok,
-    "chain_checked": chain.checked,
-    "chain_reason": chain.reason,
-    "seqs": list(AuditEntry.objects.order_by("seq").values_list("seq", flat=True)),
-    "remember_entries": AuditEntry.objects.filter(operation="remember", scope_key=keys.scope_key).count(),
-    "episodes": [e[0] for e in episodes],
-    "not_indexed": [e[0] for e in episodes if not e[1]],
-    "vectors": sorted(vectors.all_ids(keys.user_key)),
-    "traits": profile.payload["traits"] if profile else [],
-    "profile_version": profile.version if profile else 0,
-    "versions": sorted(profile.versions.values_list("version", flat=True)) if profile else [],
-}))
-"""
 
 
 @dataclass
@@ -80,7 +41,7 @@ class Deployment:
         return Client(self.server.port)
 
     def state(self, session: str) -> dict:
-        return manage_json(self.env, STATE_SCRIPT % {"bot": BOT, "session": session})
+        return script_json(self.env, "scope_state.py", {"bot": BOT, "session": session})
 
 
 @pytest.fixture(scope="module")
@@ -110,7 +71,7 @@ def deployment(postgres_url, chroma_server, tmp_path_factory):
         ]
         for step in steps:
             step.result()
-    created = manage_json(env, SETUP_SCRIPT % {"password": PASSWORD, "bot": BOT})
+    created = script_json(env, "create_accounts.py", {"password": PASSWORD, "bot": BOT})
     server = Gunicorn.start(env, tmp_path / "gunicorn.log")
     try:
         server.wait_ready(workers=WORKERS)
@@ -236,9 +197,6 @@ def test_it_shares_the_api_rate_limit_across_workers(deployment):
 
 def test_its_docker_healthcheck_command_passes_against_the_server(deployment, dockerfile):
     """The HEALTHCHECK's python one-liner, pointed at this server's port, exits 0."""
-    import subprocess
-    import sys
-
     code = dockerfile.healthcheck_python().replace("127.0.0.1:8000", f"127.0.0.1:{deployment.server.port}")
     result = subprocess.run(
         [sys.executable, "-c", code], env=deployment.env, capture_output=True, text=True, timeout=30

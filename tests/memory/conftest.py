@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import threading
+import time
+
 import pytest
 from cryptography.fernet import Fernet
+from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from memconsole.lib import vectors
+from memconsole.memory import audit, counters
 from memconsole.memory.models import (
     MEMORY_TABLES,
 )
@@ -21,7 +27,7 @@ def fernet_keys(settings):
 
 def database_counts() -> dict[str, int]:
     """Row counts of every memory table: an operation refused must leave them all unchanged."""
-    return {model.__name__: model.objects.count() for model in MEMORY_TABLES}
+    return {model.__name__: QuerySet(model).count() for model in MEMORY_TABLES}  # whatever each manager is
 
 
 def vector_counts() -> dict[str, int]:
@@ -44,9 +50,6 @@ def counts():
 
 def wait_for_lock_waiter(timeout: float = 20.0) -> None:
     """Block until some other connection of this database waits on a lock (PostgreSQL)."""
-    import time
-
-    from django.db import connection
 
     deadline = time.monotonic() + timeout
     with connection.cursor() as cursor:
@@ -63,9 +66,6 @@ def wait_for_lock_waiter(timeout: float = 20.0) -> None:
 
 def in_thread(fn, *args, **kwargs):
     """Run fn in a thread with its own database connection; returns (thread, outcome dict)."""
-    import threading
-
-    from django.db import connection
 
     outcome: dict = {}
 
@@ -87,11 +87,6 @@ def remember_holding_the_chain(keys, actor):
     head, then the counters), paused while it holds the chain until another connection waits for
     a lock. Returns (thread, outcome) once the chain is held; the caller then runs the operation
     that must queue behind it without a deadlock, and joins the thread."""
-    import threading
-
-    from django.db import transaction
-
-    from memconsole.memory import audit, counters
 
     holding = threading.Event()
 
@@ -110,7 +105,6 @@ def remember_holding_the_chain(keys, actor):
 @pytest.fixture
 def postgresql(transactional_db):
     """Committed data seen by several connections; skips unless the database is PostgreSQL."""
-    from django.db import connection
 
     if connection.vendor != "postgresql":
         pytest.skip("PostgreSQL row locks: SQLite's IMMEDIATE transactions serialise every writer")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import uuid
 from datetime import timedelta
@@ -37,7 +38,7 @@ def test_it_verifies_an_intact_chain(chain):
     assert report.ok and report.checked == 5
     assert str(report) == "audit chain OK (5 entries)"
     assert chain[0].prev_hash == audit.GENESIS
-    for previous, entry in zip(chain, chain[1:], strict=False):
+    for previous, entry in itertools.pairwise(chain):
         assert entry.prev_hash == previous.entry_hash
     head = AuditHead.objects.get(pk=1)
     assert (head.seq, head.entry_hash) == (5, chain[-1].entry_hash)
@@ -54,7 +55,7 @@ def test_it_refuses_to_append_outside_a_transaction():
 
 
 @pytest.mark.parametrize(
-    "field, value",
+    ("field", "value"),
     [
         ("operation", "delete"),
         ("scope_key", "bot-b:group_200"),

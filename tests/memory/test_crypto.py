@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from cryptography.fernet import Fernet
+from cryptography.fernet import Fernet, InvalidToken
 from django.core.exceptions import ImproperlyConfigured
 
 from memconsole.lib import crypto, vectors
@@ -18,8 +17,10 @@ from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from tests.chroma_server import server_mode
 from tests.conftest import MODEL_DIR
+from tests.processes import run_script
 
 REPO = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
 def _key() -> str:
@@ -80,7 +81,7 @@ def test_it_encrypts_with_the_newest_key_and_decrypts_with_every_key(settings):
     settings.MEMCONSOLE_FERNET_KEYS = [new, old]  # newest first
     under_new, _ = crypto.seal_text("written today")
     Fernet(new.encode()).decrypt(under_new.encode())  # the newest key encrypts
-    with pytest.raises(Exception):  # noqa: B017 - cryptography's InvalidToken
+    with pytest.raises(InvalidToken):
         Fernet(old.encode()).decrypt(under_new.encode())
     assert crypto.open_text(under_old, True) == "written last year"  # old data still opens
     assert crypto.open_text(under_new, True) == "written today"
@@ -191,31 +192,6 @@ def test_it_refuses_to_read_without_the_key_and_never_returns_garbage(fernet_key
 
 # --- the database file itself, written by a separate process ----------------------------------------------
 
-SCRIPT = textwrap.dedent(
-    """
-    from django.conf import settings
-    from memconsole.memory import episodes, injection, profiles, retrieval
-    from memconsole.memory.audit import Actor
-    from memconsole.memory.scopes import derive_scope
-
-    system = Actor.system("crypto-test")
-    keys = derive_scope("bot-a", "group_1", "session")
-    made = episodes.remember(keys, system, {secret!r}, sender_id="u1")
-    episodes.remember(keys, system, {secret!r} + " (second copy)", tags=[{tag!r}], sender_id="u1")
-    profiles.update_profile(keys, system, "speaker", "u1", notes={note!r}, add_traits=[{trait!r}])
-    profiles.update_profile(keys, system, "session", notes={note!r} + " v2")
-    injection.record_injection(keys, system, "remind me of the PIN", sender_id="u1")
-    episodes.delete(keys, system, [made.episode.episode_id])  # the audit entry keeps what was deleted
-
-    # control: one value written without keys must be found by the same search
-    keys_before = settings.MEMCONSOLE_FERNET_KEYS
-    settings.MEMCONSOLE_FERNET_KEYS = []
-    episodes.remember(derive_scope("bot-c", "group_9", "session"), system, "CONTROL-plaintext-canary")
-    settings.MEMCONSOLE_FERNET_KEYS = keys_before
-    print("written")
-    """
-)
-
 
 def _manage(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
@@ -239,8 +215,9 @@ def test_it_leaves_no_plaintext_in_the_sqlite_database_file(tmp_path):
     }
     migrated = _manage(["migrate", "--noinput", "-v", "0"], env)
     assert migrated.returncode == 0, migrated.stderr
-    script = SCRIPT.format(secret=SECRET, tag=TAG, note=NOTE, trait=TRAIT)
-    run = _manage(["shell", "-c", script], env)
+    run = run_script(
+        SCRIPTS / "crypto_write.py", env, {"secret": SECRET, "tag": TAG, "note": NOTE, "trait": TRAIT}, timeout=180
+    )
     assert run.returncode == 0, run.stderr
     assert "written" in run.stdout
 

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import io
+import re
+from pathlib import Path
+
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from memconsole.memory import retrieval
 from memconsole.memory.audit import verify_audit_chain
+from memconsole.memory.management.commands import first_start
 from memconsole.memory.models import (
     STATUS_ARCHIVED,
     STATUS_SUPERSEDED,
@@ -59,14 +64,91 @@ def test_it_refuses_a_non_empty_database_unless_forced(small_demo):
     assert Scope.objects.count() == 15  # the same scopes, more episodes
 
 
-def test_it_creates_the_admin_once_and_prints_the_password(small_demo, settings, tmp_path, capsys):
+class Terminal(io.StringIO):
+    """Stands in for /dev/tty: keeps what was written once the command closes it."""
+
+    written = ""
+
+    def close(self) -> None:
+        Terminal.written += self.getvalue()
+        super().close()
+
+
+def test_it_creates_the_admin_once_and_shows_the_password_on_the_terminal_only(
+    small_demo, settings, tmp_path, capsys, monkeypatch
+):
     settings.VAR_DIR = tmp_path
+    Terminal.written = ""
+    monkeypatch.setattr("memconsole.memory.management.commands.first_start.open_terminal", Terminal)
     call_command("first_start")
-    out = capsys.readouterr().out
-    password = out.split("password: ")[1].split()[0]
+    out = capsys.readouterr()
+    password = Terminal.written.split("password: ")[1].split()[0]
     assert get_user_model().objects.get(username="admin").check_password(password)
+    assert password not in out.out + out.err and "shown on the terminal only" in out.out  # stdout may be a log
     assert Episode.objects.exists()
     call_command("first_start")
     again = capsys.readouterr().out
-    assert "password:" not in again
+    assert "password:" not in again and "password:" not in Terminal.written.split(password, 1)[1]
     assert get_user_model().objects.count() == 1
+
+
+def test_it_prints_how_to_set_the_password_when_there_is_no_terminal(
+    small_demo, settings, tmp_path, capsys, monkeypatch
+):
+    settings.VAR_DIR = tmp_path
+    monkeypatch.setattr("memconsole.memory.management.commands.first_start.open_terminal", lambda: None)
+    call_command("first_start")
+    out = capsys.readouterr().out
+    admin = get_user_model().objects.get(username="admin")
+    assert not admin.has_usable_password() and "manage.py changepassword admin" in out and "password:" not in out
+
+
+def test_it_opens_no_terminal_where_there_is_none(monkeypatch):
+    monkeypatch.setattr(first_start, "TERMINAL", Path("/nonexistent/tty"))
+    assert first_start.open_terminal() is None
+
+
+# Each supersede chain of the demo: (the fact, its correction), with the words they must share.
+CHAINS = [
+    (
+        r"I'm planning a trip to (?P<place>.+) next month",
+        r"Correction: the trip to (?P<place>.+) is the month after next",
+    ),
+    (r"My favourite food is (?P<was>.+)", r"Actually my favourite food is (?P<new>.+) now, not (?P<was>.+)"),
+    (
+        r"Our team meeting moved to (?P<was>\w+) at 10am",
+        r"Update: the team meeting is on (?P<new>\w+) now, not (?P<was>\w+)",
+    ),
+    (
+        r"I'm learning (?P<was>\w+) and practise",
+        r"Update: I stopped learning (?P<was>\w+), I'm learning (?P<new>\w+) now",
+    ),
+    (r"我最喜欢吃(?P<was>.+)", r"更正：我现在最喜欢吃(?P<new>.+)了，不是(?P<was>.+)"),
+    (r"我们的周会改到(?P<was>.+)上午十点", r"更新：周会从(?P<was>.+)改到(?P<new>.+)了"),
+    (r"我下个月要去(?P<place>.+)旅行", r"更正：去(?P<place>.+)的旅行推迟到下下个月"),
+]
+
+
+def chain_of(old: str, new: str) -> bool:
+    """Whether `new` corrects `old`: one of CHAINS, the same place kept or the changed word really changed."""
+    for fact, correction in CHAINS:
+        before, after = re.match(fact, old), re.match(correction, new)
+        if before and after:
+            kept = all(before[name] == value for name, value in after.groupdict().items() if name != "new")
+            changed = "new" not in after.groupdict() or after["new"] != before["was"]
+            return kept and changed
+    return False
+
+
+def test_it_makes_each_supersede_chain_replace_a_fact_with_its_correction(small_demo):
+    call_command("load_demo")
+    superseded = list(Episode.objects.filter(status=STATUS_SUPERSEDED))
+    assert len(superseded) >= 15
+    newer = {e.episode_id: e for e in Episode.objects.filter(episode_id__in=[o.superseded_by for o in superseded])}
+    wrong = [
+        (o.content, newer[o.superseded_by].content)
+        for o in superseded
+        if not chain_of(o.content, newer[o.superseded_by].content)
+    ]
+    assert wrong == []
+    assert all(newer[o.superseded_by].timestamp > o.timestamp for o in superseded)  # the correction comes later

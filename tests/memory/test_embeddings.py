@@ -19,8 +19,10 @@ TEXTS = [
     "hi",
     "I am planning a trip to Beijing next month",
     "我喜欢喝绿茶，尤其是龙井。",
-    "The quarterly report is due on Friday, and the finance team needs the revised numbers by Wednesday "
-    "so that they can reconcile the accounts before the board meeting.",
+    (
+        "The quarterly report is due on Friday, and the finance team needs the revised numbers by Wednesday "
+        "so that they can reconcile the accounts before the board meeting."
+    ),
     # longer than the 256-token window: both sides truncate
     " ".join(f"word{n} about the weather and the trains" for n in range(80)),
 ]

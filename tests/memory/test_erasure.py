@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
+from django.db import connection
 
 from memconsole.lib import vectors
 from memconsole.memory import audit, episodes, erasure, injection, paging, profiles, retrieval
@@ -22,10 +25,14 @@ from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Injecti
 from memconsole.memory.reindex import reindex
 from tests.chroma_server import server_mode
 from tests.conftest import MODEL_DIR
+from tests.processes import run_script
+
+from .conftest import remember_holding_the_chain
 
 pytestmark = pytest.mark.django_db
 
 ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 
 @pytest.fixture
@@ -128,8 +135,6 @@ def test_it_erases_within_one_bot_only(world, keys, other_keys, system):
 
 
 def test_it_erases_under_encryption(settings, keys, system):
-    from cryptography.fernet import Fernet
-
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
     episodes.remember(keys, system, "sealed diary entry of u9", sender_id="u9")
     episodes.remember(keys, system, "someone else's note", sender_id="u8")
@@ -173,46 +178,17 @@ def test_it_erases_from_the_command_line(world, capsys):
 SUBJECT = "subject-7f3a9e"
 MARKERS = ["Zanzibar-marker-9931", "秘密花园-标记"]
 
-SETUP = f"""
-from memconsole.memory import episodes, injection, paging, profiles, retrieval
-from memconsole.memory.audit import Actor
-from memconsole.memory.scopes import derive_scope
-actor = Actor.system("setup")
-group = derive_scope("bot-a", "group_100", "session")
-shared = derive_scope("bot-a", "group_200", "bot")
-episodes.remember(group, actor, "I will sail to {MARKERS[0]} in May", tags=["travel"], sender_id="{SUBJECT}", sender_name="Erin")
-episodes.remember(group, actor, "我的{MARKERS[1]}在城东", sender_id="{SUBJECT}", sender_name="Erin")
-episodes.remember(shared, actor, "{MARKERS[0]} ferry times are on the board", sender_id="{SUBJECT}", sender_name="Erin")
-for n in range(30):
-    episodes.remember(group, actor, f"ordinary group note number {{n}} about lunch", sender_id="other-9", sender_name="Olaf")
-profiles.update_profile(group, actor, "speaker", "{SUBJECT}", name="Erin", notes="visits {MARKERS[0]}")
-profiles.update_profile(group, actor, "speaker", "{SUBJECT}", add_traits=["sails"])
-injection.record_injection(group, actor, "sailing plans", sender_id="{SUBJECT}", sender_name="Erin", top_k=5)
-injection.record_injection(group, actor, "sail to Zanzibar ferry", sender_id="other-9", sender_name="Olaf", top_k=10)
-episodes.archive(group, actor, [e.episode_id for e in episodes.list_episodes(group, sender_id="{SUBJECT}").episodes][:1])
-"""
-
-CHECK = """
-import json
-from memconsole.memory import exports
-from memconsole.memory.audit import Actor, verify_audit_chain
-from memconsole.memory.scopes import derive_scope
-from memconsole.memory.models import InjectionSnapshot
-actor = Actor.system("check")
-for keys, name in ((derive_scope("bot-a", "group_100", "session"), "group"), (derive_scope("bot-a", "group_200", "bot"), "shared")):
-    with open(f"{out}/{name}.json", "w", encoding="utf-8") as handle:
-        handle.writelines(exports.stream_scope_export(keys, actor, include_audit=True))
-with open(f"{out}/snapshots.json", "w", encoding="utf-8") as handle:
-    json.dump([s.payload for s in InjectionSnapshot.objects.all()], handle, ensure_ascii=False)
-report = verify_audit_chain()
-print("CHAIN", report.ok, report)
-"""
-
 
 def _manage(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
         [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result
+
+
+def _script(env: dict[str, str], name: str, payload: dict) -> subprocess.CompletedProcess:
+    result = run_script(SCRIPTS / name, env, payload)
     assert result.returncode == 0, result.stdout + result.stderr
     return result
 
@@ -255,7 +231,7 @@ def test_it_leaves_no_trace_in_database_index_exports_or_snapshots(tmp_path):
     }
     env.pop("MEMCONSOLE_ENV", None)
     _manage(env, "migrate", "--verbosity", "0")
-    _manage(env, "shell", "-c", SETUP)
+    _script(env, "erasure_setup.py", {"subject": SUBJECT, "markers": MARKERS})
     needles = _needles()
     before = _files_holding(tmp_path, needles)
     assert any(name.startswith("memconsole.sqlite3") for name in before), before  # the test can see the data
@@ -266,7 +242,7 @@ def test_it_leaves_no_trace_in_database_index_exports_or_snapshots(tmp_path):
     erased = _manage(env, "erase_subject", "--sender-id", SUBJECT)
     assert "erased 3 episodes" in erased.stdout
     assert "collections rebuilt, compacted; database: compacted" in erased.stderr, erased.stderr
-    checked = _manage(env, "shell", "-c", f"out = {str(out)!r}\n" + CHECK)
+    checked = _script(env, "erasure_check.py", {"out": str(out)})
 
     assert "CHAIN True" in checked.stdout, checked.stdout
     assert _files_holding(tmp_path, needles) == {}
@@ -283,7 +259,6 @@ def test_it_leaves_no_trace_in_database_index_exports_or_snapshots(tmp_path):
 
 def _watch_scans(monkeypatch) -> list[tuple[str, bool]]:
     """(model scanned, inside a transaction?) for every batched scan erasure makes."""
-    from django.db import connection
 
     seen: list[tuple[str, bool]] = []
     real = paging.iter_in_batches
@@ -317,7 +292,7 @@ def test_it_searches_outside_any_transaction_so_bots_keep_writing(world, system,
 
 
 def test_it_erases_what_was_written_between_its_search_and_its_transaction(world, keys, system, monkeypatch):
-    real_find = erasure._find
+    real_find = erasure._find  # noqa: SLF001  wrapped below, to write between erasure's search and its transaction
 
     def find_then_a_bot_writes(*args, **kwargs):
         found = real_find(*args, **kwargs)
@@ -344,8 +319,6 @@ def test_it_erases_what_was_written_between_its_search_and_its_transaction(world
     server_mode(), reason="locks the embedded index's own chroma.sqlite3, which a Chroma server keeps on its host"
 )
 def test_it_reports_a_locked_index_database_while_compacting(world, system, settings, monkeypatch, caplog):
-    import sqlite3
-
     real_compact = vectors.compact_storage
 
     def compact_while_another_process_holds_the_file():
@@ -405,8 +378,6 @@ def test_it_leaves_a_scope_to_reindex_when_its_collection_rebuild_fails(world, k
 
 
 def test_it_erases_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, world, keys, system):
-    from .conftest import remember_holding_the_chain
-
     writer, outcome = remember_holding_the_chain(keys, system)
 
     report = erasure.erase_subject("u1", actor=system)

@@ -15,6 +15,7 @@ from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode
 from memconsole.memory.scopes import derive_scope
+from tests.factories import hex_id, plain_episodes
 
 pytestmark = pytest.mark.django_db
 
@@ -155,20 +156,14 @@ def test_it_includes_the_audit_log_up_to_its_own_entry(profiled, keys, other_key
 
 def test_it_streams_large_scopes_in_batches_with_few_queries(keys, system, django_assert_max_num_queries):
     now = datetime.now(UTC)
-    rows = []
-    for n in range(1200):
-        row = Episode(
-            episode_id=f"{n:012x}",
-            user_key=keys.user_key,
-            scope_key=keys.scope_key,
-            timestamp=now - timedelta(minutes=n),
-            importance=1 + n % 5,
-            tags=["bulk"],
-            tags_text=",bulk,",
-        )
-        row.set_content(f"bulk memory number {n} 第{n}条")
-        rows.append(row)
-    Episode.objects.bulk_create(rows)
+    plain_episodes(
+        keys,
+        1200,
+        content="bulk memory number {n} 第{n}条",
+        episode_id=hex_id,
+        timestamp=lambda n: now - timedelta(minutes=n),
+        importance=lambda n: 1 + n % 5,
+    )
 
     with django_assert_max_num_queries(20):
         chunks = list(exports.stream_scope_export(keys, system))

@@ -12,7 +12,9 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import episodes, health, reindex
+from memconsole.memory import episodes, exports, health, imports, reindex, tokens
+from memconsole.memory.audit import Actor
+from memconsole.memory.errors import ValidationError
 from memconsole.memory.health import runner
 from memconsole.memory.models import (
     AuditEntry,
@@ -22,7 +24,7 @@ from memconsole.memory.models import (
     InjectionSnapshot,
     Scope,
 )
-from memconsole.memory.scopes import unregistered_scopes
+from memconsole.memory.scopes import derive_scope, unregistered_scopes
 from tests.conftest import MODEL_DIR
 
 pytestmark = pytest.mark.django_db
@@ -247,8 +249,6 @@ def test_it_reports_an_unreachable_index(system, settings):
 
 
 def test_it_reports_an_export_that_breaks_as_an_error_of_that_check(system, monkeypatch):
-    from memconsole.memory import exports
-
     def broken(*args, **kwargs):
         raise OSError("disk full")
 
@@ -262,8 +262,6 @@ def test_it_reports_an_export_that_breaks_as_an_error_of_that_check(system, monk
 
 
 def test_it_stores_every_run_and_audits_it(system, admin_user):
-    from memconsole.memory.audit import Actor
-
     first = health.run_health_check(system)
     second = health.run_health_check(Actor.for_user(admin_user))
     health.run_health_check(system, store=False)
@@ -332,9 +330,6 @@ def test_it_warns_against_reindexing_with_the_fallback(system, scope_with_episod
 
 def test_it_keeps_the_probes_bot_out_of_reach_of_tokens_and_bots(system, tmp_path):
     """The probe sweeps and deletes what its bot holds: nobody else may write there."""
-    from memconsole.memory import imports, tokens
-    from memconsole.memory.errors import ValidationError
-    from memconsole.memory.scopes import derive_scope
 
     with pytest.raises(ValidationError) as caught:
         tokens.create_token("probe lookalike", [health.PROBE_BOT_UUID], system)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from memconsole.memory.errors import PermissionDenied
 from memconsole.memory.imports import ImportFileError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Profile, Scope
 from memconsole.memory.scopes import derive_scope
+
+from .conftest import remember_holding_the_chain
 
 pytestmark = pytest.mark.django_db
 
@@ -202,13 +205,14 @@ def test_it_uses_the_given_session_name_over_the_files(tmp_path):
 
 def test_it_rejects_a_bad_row_in_the_middle_and_writes_nothing(tmp_path):
     data = langbot_episodes()
-    data["episodes"][2]["importance"] = "7"
+    # Issue 14: importance 7 is now clamped (tests/memory/test_import_faithful.py); a wrong type still rejects.
+    data["episodes"][2]["importance"] = "very"
     path = _write_json(tmp_path / "bad.json", data)
 
     with pytest.raises(ImportFileError) as caught:
         imports.import_file(path, "langbot", bot_uuid="bot-new", actor=ACTOR)
 
-    assert caught.value.message == "episodes[2], field 'importance': must be a whole number from 1 to 5, not 7"
+    assert caught.value.message == "episodes[2], field 'importance': must be a whole number from 1 to 5, not 'very'"
     _nothing_written()
 
 
@@ -574,7 +578,12 @@ def test_it_names_the_agents_when_the_bot_has_nothing_in_the_file(tmp_path):
 
 def _comparable(doc: dict) -> tuple[list, list]:
     episodes = [
-        {k: v for k, v in e.items() if k not in ("id", "imported_episode_id", "source", "superseded_by")}
+        {
+            k: v
+            for k, v in e.items()
+            # original_source (issue 14) is provenance like source: the copy's says where it came from.
+            if k not in ("id", "imported_episode_id", "source", "original_source", "superseded_by")
+        }
         for e in doc["episodes"]["episodes"]
     ]
     profiles = [{k: v for k, v in p.items() if k not in ("scope_key", "version")} for p in doc["profiles"]["profiles"]]
@@ -695,8 +704,6 @@ def test_it_seals_imported_content_when_encryption_is_on(tmp_path, settings):
 
 
 def test_it_imports_an_uploaded_sqlite_file_and_leaves_no_temporary_files(tmp_path, monkeypatch):
-    import tempfile
-
     temp_root = tmp_path / "tmp"
     temp_root.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp_root))
@@ -757,8 +764,6 @@ def test_it_rejects_an_old_id_holding_a_nul(tmp_path, name):
 
 
 def test_it_imports_beside_a_remember_holding_the_audit_chain_without_a_deadlock(postgresql, tmp_path):
-    from .conftest import remember_holding_the_chain
-
     target = derive_scope("bot-new", "group_777")
     episodes.remember(target, ACTOR, "already here")
     writer, outcome = remember_holding_the_chain(target, ACTOR)

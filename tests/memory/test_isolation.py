@@ -10,6 +10,8 @@ and never across bots.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,6 +63,7 @@ def _seed() -> None:
         profiles.update_profile(keys, SYSTEM, "speaker", "u1", name="Alice", add_traits=["kind"])
         record_injection(keys, SYSTEM, "trip", sender_id="u1")
     archived = Episode.objects.filter(user_key=SCOPES[5].user_key).first()
+    assert archived is not None
     episodes.archive(SCOPES[5], SYSTEM, [archived.episode_id])
 
 
@@ -180,10 +183,8 @@ def _run(a, op) -> None:
     elif kind == "replace":
         profiles.replace_profile(a, SYSTEM, "speaker", "u1", {"name": arg[:50], "notes": "replaced"})
     elif kind == "rollback":
-        try:
+        with contextlib.suppress(NotFound):
             profiles.rollback_profile(a, SYSTEM, "speaker", "u1", arg)
-        except NotFound:
-            pass
     else:  # pragma: no cover
         raise AssertionError(kind)
 
@@ -221,10 +222,9 @@ def test_it_never_reads_or_changes_another_scope(scope_index, operations):
     audit_before = _audit_rows()
 
     for op in operations:
-        try:
+        # drawn text can be invalid (e.g. a tag with a comma); refused input changes nothing
+        with contextlib.suppress(ValidationError):
             _run(a, op)
-        except ValidationError:
-            pass  # drawn text can be invalid (e.g. a tag with a comma); refused input changes nothing
 
     assert _fingerprint(a) == before
     audit_after = _audit_rows()

@@ -8,27 +8,11 @@ import pytest
 
 from memconsole.memory import episodes, retrieval
 from memconsole.memory.models import Episode
+from tests.factories import plain_episodes
 
 pytestmark = pytest.mark.django_db
 
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
-
-
-def _bulk(keys, count: int, **fields) -> list[Episode]:
-    """Episode rows straight into the table (listing never reads the index), oldest first."""
-    rows = []
-    for n in range(count):
-        episode = Episode(
-            episode_id=episodes.new_episode_id(),
-            user_key=keys.user_key,
-            scope_key=keys.scope_key,
-            timestamp=T0 + timedelta(hours=n),
-            **fields,
-        )
-        episode.set_content(f"episode {n}")
-        rows.append(episode)
-    Episode.objects.bulk_create(rows)
-    return list(Episode.objects.filter(user_key=keys.user_key).order_by("id"))
 
 
 def _walk(keys, limit, **filters):
@@ -91,7 +75,7 @@ def test_it_returns_every_episode_exactly_once_while_episodes_are_added(keys, sy
 
 
 def test_it_walks_previous_pages_back_to_the_same_pages(keys):
-    _bulk(keys, 30)
+    plain_episodes(keys, 30)
     forward = _walk(keys, 7)
     assert [len(p.episodes) for p in forward] == [7, 7, 7, 7, 2]
     page = forward[-1]
@@ -104,7 +88,7 @@ def test_it_walks_previous_pages_back_to_the_same_pages(keys):
 
 @pytest.mark.parametrize("limit", [10, 25, 50, 1, 200])
 def test_it_pages_by_each_size(keys, limit):
-    rows = _bulk(keys, 60)
+    rows = plain_episodes(keys, 60)
     pages = _walk(keys, limit)
     assert all(len(p.episodes) == limit for p in pages[:-1])
     assert 1 <= len(pages[-1].episodes) <= limit
@@ -116,8 +100,8 @@ def test_it_lists_an_empty_scope(keys):
 
 
 def test_it_never_lists_another_scopes_episodes(keys, other_keys):
-    _bulk(other_keys, 5)
-    mine = _bulk(keys, 3)
+    plain_episodes(other_keys, 5)
+    mine = plain_episodes(keys, 3)
     assert _ids(_walk(keys, 2)) == [e.episode_id for e in reversed(mine)]
     # nor when handed a cursor taken from the other scope
     theirs = episodes.list_episodes(other_keys, limit=2)
@@ -149,12 +133,12 @@ def test_it_filters_by_status_sender_tag_importance_and_time(keys, system):
     assert ids(tag="food", statuses=["active"]) == [b.episode_id]
     assert ids(importance_min=3) == [c.episode_id, b.episode_id]
     assert ids(time_after=at(2)) == [d.episode_id, c.episode_id, b.episode_id]
-    assert ids(time_before=at(2)) == [a.episode_id]
-    assert ids(time_after=at(2), time_before=at(4), sender_id="u2") == [b.episode_id]
+    assert ids(time_before=at(2)) == [b.episode_id, a.episode_id]  # both bounds inclusive
+    assert ids(time_after=at(2), time_before=at(4), sender_id="u2") == [d.episode_id, b.episode_id]
 
 
 def test_it_pages_within_a_filter(keys):
-    rows = _bulk(keys, 20, sender_id="u1")[::-1]
+    rows = plain_episodes(keys, 20, sender_id="u1")[::-1]
     Episode.objects.filter(pk__in=[e.pk for e in rows[::2]]).update(status="archived")
     archived = [e.episode_id for e in rows[::2]]
     pages = _walk(keys, 3, statuses=["archived"])

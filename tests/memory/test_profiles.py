@@ -13,7 +13,9 @@ pytestmark = pytest.mark.django_db
 
 
 def _last_audit() -> AuditEntry:
-    return AuditEntry.objects.order_by("-seq").first()
+    entry = AuditEntry.objects.order_by("-seq").first()
+    assert entry is not None, "no audit entry"
+    return entry
 
 
 def test_it_reads_a_missing_profile_as_empty(keys):

@@ -35,7 +35,7 @@ def _parts(**overrides):
 
 
 @pytest.mark.parametrize(
-    "age_days, half_life, expected",
+    ("age_days", "half_life", "expected"),
     [
         (0, 30, 1.0),
         (30, 30, 0.5),
@@ -75,7 +75,7 @@ def test_it_multiplies_similarity_by_recency():
 # --- weights ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("importance, weight", [(1, 0.9), (2, 1.0), (3, 1.08), (4, 1.16), (5, 1.24)])
+@pytest.mark.parametrize(("importance", "weight"), [(1, 0.9), (2, 1.0), (3, 1.08), (4, 1.16), (5, 1.24)])
 def test_it_weights_each_importance(importance, weight):
     parts = _parts(similarity=0.5, importance=importance)
     assert parts.importance == weight
@@ -122,7 +122,7 @@ def _exact(query, **overrides):
 
 
 @pytest.mark.parametrize(
-    "query, exact",
+    ("query", "exact"),
     [
         ("what about a1b2c3d4e5f6?", 2.0),  # id
         ("what did u42 say", 1.2),  # sender id
@@ -148,7 +148,7 @@ def test_it_scores_id_sender_and_content_together():
 
 
 @pytest.mark.parametrize(
-    "exact, boost", [(0.0, 1.0), (0.6, 1.15), (1.2, 1.3), (1.8, 1.45), (2.0, 1.5), (3.2, 1.5), (3.8, 1.5)]
+    ("exact", "boost"), [(0.0, 1.0), (0.6, 1.15), (1.2, 1.3), (1.8, 1.45), (2.0, 1.5), (3.2, 1.5), (3.8, 1.5)]
 )
 def test_it_boosts_exact_matches_up_to_the_cap(exact, boost):
     assert ranking.exact_boost(exact) == pytest.approx(boost)

@@ -11,6 +11,7 @@ from memconsole.memory import episodes, retrieval
 from memconsole.memory import reindex as reindex_module
 from memconsole.memory.models import STATUS_ARCHIVED, Episode
 from memconsole.memory.reindex import reindex
+from memconsole.memory.scopes import PROBE_USER_KEY_PREFIX
 from tests.conftest import MODEL_DIR
 
 pytestmark = pytest.mark.django_db
@@ -139,8 +140,6 @@ def test_it_repairs_in_batches(keys, system, monkeypatch):
 
 
 def test_it_skips_the_health_probes_own_scopes(keys, scope_with_episodes):
-    from memconsole.memory.scopes import PROBE_USER_KEY_PREFIX
-
     orphan_vector(PROBE_USER_KEY_PREFIX + "probe_x")
 
     assert reindex(check_only=True).drift == 0

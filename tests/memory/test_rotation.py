@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -22,10 +21,12 @@ from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.reindex import reindex
 from memconsole.memory.rotation import rotate_keys
+from tests.processes import run_script
 
 pytestmark = pytest.mark.django_db
 
 BASE_DIR = Path(__file__).resolve().parents[2]
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 SEALED = (Episode, Profile, ProfileVersion, AuditEntry, InjectionSnapshot)
 
 
@@ -162,87 +163,11 @@ def test_it_audits_the_start_and_the_end_with_counts(keys, system, settings, cap
 EPISODES = 6000
 PLAIN = 40
 
-SEED = textwrap.dedent(
-    f"""
-    import django
-    django.setup()
-    from django.db import transaction
-    from memconsole.memory import audit
-    from memconsole.memory.audit import Actor
-    from memconsole.memory.models import Episode, InjectionSnapshot, Profile, ProfileVersion
 
-    rows = []
-    for i in range({EPISODES}):
-        e = Episode(episode_id=f"{{i:012x}}", user_key="bot:x", scope_key="x:group_1", tags=["t"], tags_text=",t,")
-        e.set_content(f"episode {{i}}: ünïcödé 内容")
-        rows.append(e)
-    for i in range({EPISODES}, {EPISODES + PLAIN}):  # written before keys were configured
-        rows.append(Episode(episode_id=f"{{i:012x}}", user_key="bot:x", scope_key="x:group_1",
-                            content_stored=f"episode {{i}}: ünïcödé 内容", encrypted=False))
-    Episode.objects.bulk_create(rows, batch_size=500)
-    for i in range(30):
-        data = {{"name": f"speaker {{i}}", "traits": ["kind"], "preferences": [], "notes": ""}}
-        p = Profile(scope_key="x:group_1", type="speaker", sender_id=f"s{{i}}", version=1)
-        p.set_payload(data)
-        p.save()
-        v = ProfileVersion(profile=p, version=1)
-        v.set_payload(data)
-        v.save()
-    for i in range(60):
-        s = InjectionSnapshot(snapshot_id=f"snap{{i}}", session_name="group_1", scope_key="x:group_1",
-                              user_key="bot:x", isolation="bot")
-        s.set_payload({{"query": f"query {{i}}", "episodes": []}})
-        s.save()
-    with transaction.atomic():
-        for i in range(150):
-            audit.append("remember", Actor.system("seed"), scope_key="x:group_1", summary=f"entry {{i}}")
-    """
-)
-
-INSPECT = textwrap.dedent(
-    """
-    import json
-    import django
-    django.setup()
-    from memconsole.lib import crypto
-    from memconsole.memory.audit import verify_audit_chain
-    from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
-
-    out = {"newest": 0, "other": 0, "plain": 0, "bad": [], "rows": 0}
-    def census(model, column):
-        for row in model.objects.order_by("pk"):
-            out["rows"] += 1
-            stored = getattr(row, column)
-            if not row.encrypted:
-                out["plain"] += 1
-            elif crypto.is_under_newest_key(stored):
-                out["newest"] += 1
-            else:
-                out["other"] += 1
-            try:
-                value = row.content if model is Episode else json.dumps(row.payload)
-            except Exception as exc:
-                out["bad"].append(f"{model.__name__} {row.pk}: {exc}")
-                continue
-            if model is Episode and value != f"episode {int(row.episode_id, 16)}: ünïcödé 内容":
-                out["bad"].append(f"episode {row.pk} reads {value[:40]!r}")
-    census(Episode, "content_stored")
-    for model in (Profile, ProfileVersion, AuditEntry, InjectionSnapshot):
-        census(model, "payload_stored")
-    out["chain"] = str(verify_audit_chain())
-    out["operations"] = list(AuditEntry.objects.filter(operation__startswith="key_rotation")
-                             .order_by("seq").values_list("operation", flat=True))
-    print(json.dumps(out))
-    """
-)
-
-
-def run_python(code: str, env: dict[str, str]) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-c", code], env=env, cwd=BASE_DIR, capture_output=True, text=True, timeout=120
-    )
+def run_inspection(env: dict[str, str]) -> dict:
+    done = run_script(SCRIPTS / "rotation_inspect.py", env, timeout=120)
     assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.slow
@@ -262,7 +187,8 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
     }
     manage = [sys.executable, str(BASE_DIR / "manage.py")]
     subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], env=env, cwd=BASE_DIR, check=True, timeout=120)
-    run_python(SEED, env)
+    seeded = run_script(SCRIPTS / "rotation_seed.py", env, {"episodes": EPISODES, "plain": PLAIN}, timeout=120)
+    assert seeded.returncode == 0, seeded.stderr
     env["MEMCONSOLE_FERNET_KEYS"] = f"{newest},{old}"
 
     rotation = subprocess.Popen(
@@ -278,7 +204,7 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
         rotation.stdout.close()
     assert rotation.returncode == -signal.SIGKILL
 
-    half = run_python(INSPECT, env)
+    half = run_inspection(env)
     assert half["bad"] == []
     assert 200 <= half["newest"] < half["rows"] - 1, "the rotation was not interrupted half way"
     assert half["other"] > 0 and half["plain"] > 0
@@ -292,7 +218,7 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
     assert "0 unreadable" in summary
 
     env["MEMCONSOLE_FERNET_KEYS"] = newest  # the old key is removed
-    final = run_python(INSPECT, env)
+    final = run_inspection(env)
     assert final["bad"] == []
     assert final["rows"] == half["rows"] + 2  # + the resumed run's start and end entries
     assert final["newest"] == final["rows"] and final["plain"] == 0 and final["other"] == 0

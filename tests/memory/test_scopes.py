@@ -54,7 +54,7 @@ def test_it_defaults_to_session_isolation():
 
 
 @pytest.mark.parametrize(
-    "session_name, launcher_type, launcher_id",
+    ("session_name", "launcher_type", "launcher_id"),
     [
         ("group_123", "group", "123"),
         ("person_42", "person", "42"),
@@ -82,7 +82,7 @@ def test_it_accepts_a_name_of_exactly_255_printable_characters():
 
 
 @pytest.mark.parametrize(
-    "bot_uuid, session_name, isolation, field",
+    ("bot_uuid", "session_name", "isolation", "field"),
     [
         ("bot-a", "", "session", "session_name"),
         ("bot-a", "   ", "session", "session_name"),
@@ -110,7 +110,7 @@ def test_it_refuses_malformed_input_naming_the_field(bot_uuid, session_name, iso
 
 
 @pytest.mark.parametrize(
-    "bot_uuid, session_name, isolation, collides_with",
+    ("bot_uuid", "session_name", "isolation", "collides_with"),
     [
         # a session with no bot whose name looks like "<bot>:<session>" would share that bot's keys
         (None, "bot-a:group_100", "session", ("bot-a", "group_100", "session")),

@@ -61,7 +61,7 @@ def _load(**env: str) -> dict:
 
 
 @pytest.mark.parametrize(
-    "raw, expected",
+    ("raw", "expected"),
     [
         ("1", True),
         ("true", True),
@@ -170,7 +170,7 @@ def test_it_reads_the_memconsole_settings(clean_env):
 
 
 @pytest.mark.parametrize(
-    "env, message",
+    ("env", "message"),
     [
         ({"DEBUG": "sometimes"}, "DEBUG='sometimes' is not a boolean"),
         ({"MEMCONSOLE_RECENCY_HALF_LIFE_DAYS": "0"}, "MEMCONSOLE_RECENCY_HALF_LIFE_DAYS='0' must be at least 1"),

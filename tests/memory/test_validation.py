@@ -43,8 +43,6 @@ def _bad_calls(keys, system, episode_id):
         (V, "content", lambda: remember(42)),
         (V, "content", lambda: remember("x" * 201)),
         (V, "content", lambda: remember("nul \x00 inside")),
-        (V, "importance", lambda: remember(importance=0)),
-        (V, "importance", lambda: remember(importance=6)),
         (V, "importance", lambda: remember(importance="3")),
         (V, "importance", lambda: remember(importance=True)),
         (V, "importance", lambda: remember(importance=2.5)),
@@ -57,7 +55,6 @@ def _bad_calls(keys, system, episode_id):
         (V, "sender_id", lambda: remember(sender_id="s" * 256)),
         (V, "sender_name", lambda: remember(sender_name=["Alice"])),
         (V, "timestamp", lambda: remember(timestamp="2025-01-01")),
-        (V, "timestamp", lambda: remember(timestamp=datetime(2025, 1, 1))),  # naive
         (V, "source", lambda: remember(source="elsewhere")),
         # recall
         (V, "query", lambda: retrieval.recall(keys, "")),
@@ -68,7 +65,6 @@ def _bad_calls(keys, system, episode_id):
         (V, "top_k", lambda: retrieval.recall(keys, "fine", top_k=True)),
         (V, "statuses", lambda: retrieval.recall(keys, "fine", statuses=["deleted"])),
         (V, "statuses", lambda: retrieval.recall(keys, "fine", statuses="active")),
-        (V, "statuses", lambda: retrieval.recall(keys, "fine", statuses=[])),
         (V, "importance_min", lambda: retrieval.recall(keys, "fine", importance_min=9)),
         (V, "time_after", lambda: retrieval.recall(keys, "fine", time_after="yesterday")),
         (V, "tags", lambda: retrieval.recall(keys, "fine", tags="travel")),
@@ -81,7 +77,6 @@ def _bad_calls(keys, system, episode_id):
         (V, "limit", lambda: episodes.list_episodes(keys, limit=201)),
         (V, "limit", lambda: episodes.list_episodes(keys, limit="25")),
         (V, "importance_min", lambda: episodes.list_episodes(keys, importance_min=0)),
-        (V, "time_before", lambda: episodes.list_episodes(keys, time_before=datetime(2025, 1, 1))),
         # get / archive / restore / delete: unknown ids, unknown scope
         (N, None, lambda: episodes.get_episode(keys, "ffffffffffff")),
         (N, None, lambda: episodes.get_episode(UNKNOWN, episode_id)),
@@ -93,9 +88,6 @@ def _bad_calls(keys, system, episode_id):
         (V, "episode_ids", lambda: episodes.archive(keys, system, [])),
         (V, "episode_ids", lambda: episodes.delete(keys, system, [])),
         # profiles
-        (V, "traits", lambda: profiles.update_profile(keys, system, "speaker", "u1", add_traits=["a 21st trait"])),
-        (V, "preferences", lambda: profiles.update_profile(keys, system, "speaker", "u1", add_preferences=["an 11th"])),
-        (V, "notes", lambda: profiles.update_profile(keys, system, "speaker", "u1", notes="n" * 2001)),
         (V, "name", lambda: profiles.update_profile(keys, system, "speaker", "u1", name="n" * 101)),
         (V, "traits", lambda: profiles.update_profile(keys, system, "speaker", "u1", add_traits="kind")),
         (V, "traits", lambda: profiles.update_profile(keys, system, "session", add_traits=[""])),
@@ -149,9 +141,9 @@ def test_it_names_the_limit_in_the_message(seeded, keys, system):
     with pytest.raises(ValidationError, match="200 characters"):
         episodes.remember(keys, system, "x" * 201)
     with pytest.raises(ValidationError, match="at most 20 traits"):
-        profiles.update_profile(keys, system, "speaker", "u1", add_traits=["one more"])
+        profiles.replace_profile(keys, system, "speaker", "u1", {"traits": [f"t{n}" for n in range(21)]})
     with pytest.raises(ValidationError, match="2000 characters"):
-        profiles.update_profile(keys, system, "speaker", "u1", notes="n" * 2001)
+        profiles.replace_profile(keys, system, "speaker", "u1", {"notes": "n" * 2001})
     with pytest.raises(ValidationError, match="1 to 50"):
         retrieval.recall(keys, "fine", top_k=51)
     with pytest.raises(ValidationError, match="unknown status 'deleted'"):

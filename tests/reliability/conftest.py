@@ -13,6 +13,7 @@ written there as JSON (docs/reliability.md is written from such a run).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -138,22 +139,10 @@ class Site:
 
     def script(self, name: str, payload: Any = None, timeout: float = 300) -> Any:
         """Run scripts/<name> with `payload` (JSON on stdin); return the JSON of its last stdout line."""
-        result = subprocess.run(
-            [PYTHON, str(SCRIPTS / name)],
-            cwd=REPO,
-            env=self.env,
-            input=json.dumps(payload if payload is not None else {}),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-        )
+        result = processes.run_script(SCRIPTS / name, self.env, payload, timeout=timeout)
         if result.returncode != 0:
             pytest.fail(f"{name} exited {result.returncode}:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}")
         return json.loads(result.stdout.strip().splitlines()[-1])
-
-    def shell_json(self, code: str, timeout: float = 300) -> Any:
-        """Run `code` in `manage.py shell`; return the JSON it prints on its last line."""
-        return json.loads(self.manage("shell", "-c", code, timeout=timeout).stdout.strip().splitlines()[-1])
 
     def check(self, **payload: Any) -> dict[str, Any]:
         """The restart: a fresh process runs `payload['recover']` commands, then inspects everything."""
@@ -190,6 +179,7 @@ class Victim:
             reader.start()
             victim._readers.append(reader)
         if stdin is not None:
+            assert process.stdin is not None
             process.stdin.write(stdin.encode())
             process.stdin.close()
         return victim
@@ -221,10 +211,8 @@ class Victim:
     def kill(self) -> bool:
         """SIGKILL the whole group. True when the process was still running (a real kill)."""
         alive = self.process.poll() is None
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         self.process.wait(timeout=30)
         for reader in self._readers:
             reader.join(timeout=5)
@@ -302,7 +290,7 @@ TOKEN_SCRIPT = "create_tokens.py"
 
 
 @pytest.fixture(scope="session")
-def template_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+def template_site(tmp_path_factory: pytest.TempPathFactory) -> Site:
     """A migrated SQLite installation with bot tokens, to be copied by each crash scenario.
 
     `site.tokens` maps bot_uuid to a token secret (made by `manage.py create_bot_token`).
@@ -313,7 +301,7 @@ def template_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     for bot in (BOT, "other-bot"):
         tokens[bot] = site.manage("create_bot_token", f"{bot} token", "--bot", bot).stdout.strip()
     site.tokens = tokens  # type: ignore[attr-defined]
-    yield site
+    return site
 
 
 # --- PostgreSQL ---------------------------------------------------------------------------------

@@ -58,6 +58,7 @@ def run_writers(site: Site, bot: str, isolation: str, folder: Path) -> tuple[lis
             stderr=err,
             text=True,
         )
+        assert process.stdin is not None
         process.stdin.write(json.dumps(job))
         process.stdin.close()
         processes.append((process, out, err))

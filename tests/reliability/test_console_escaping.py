@@ -16,8 +16,8 @@ import re
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from memconsole.memory import episodes, injection, profiles, tokens
@@ -137,11 +137,10 @@ def addresses(world) -> list[str]:
     return urls
 
 
-def test_it_shows_every_field_escaped_on_every_console_page(hostile_world, admin_user):
+def test_it_shows_every_field_escaped_on_every_console_page(client_for, hostile_world, admin_user):
     admin_user.is_superuser = admin_user.is_staff = True  # the admin site's pages too
     admin_user.save()
-    client = Client()
-    client.force_login(admin_user)
+    client = client_for(admin_user)
     pages = []
     for address in addresses(hostile_world):
         for headers in ({}, {"HTTP_HX_REQUEST": "true"}):
@@ -206,7 +205,6 @@ def test_it_never_links_to_a_javascript_next_url(hostile_world, admin_client_):
 
 def test_it_refuses_a_username_with_markup(db):
     """Usernames are the one field shown everywhere that users pick; Django allows none of this."""
-    from django.core.exceptions import ValidationError as DjangoValidationError
 
     user = User(username=payload("user"))
     with pytest.raises(DjangoValidationError):

@@ -66,6 +66,7 @@ def kill_at(args: list[str], env: dict[str, str], point: KillPoint, database: Pa
     victim = Victim.start(args, env)
     victim.wait_for(point.reached)
     if point.indexed:
+        assert database is not None, f"{point.name} counts indexed rows: it needs the database"
         victim.wait_for(lambda _: indexed_rows(database) >= point.indexed)
     time.sleep(point.delay)
     killed = victim.kill()
@@ -164,7 +165,7 @@ REINDEX_PLAIN = 768
 @pytest.fixture(scope="module")
 def reindex_site(template_site, tmp_path_factory) -> Site:
     site = template_site.copy_to(tmp_path_factory.mktemp("reindex") / "site")
-    site.seed = site.script("seed.py", {"kind": "reindex", "plain": REINDEX_PLAIN})  # type: ignore[attr-defined]
+    site.seed = site.script("seed.py", {"kind": "reindex", "plain": REINDEX_PLAIN})
     return site
 
 
@@ -209,7 +210,7 @@ ROTATION_EPISODES = 1000
 @pytest.fixture(scope="module")
 def rotation_site(template_site, tmp_path_factory) -> Site:
     site = template_site.copy_to(tmp_path_factory.mktemp("rotation") / "site", MEMCONSOLE_FERNET_KEYS=OLD_KEY)
-    site.seed = site.script("seed.py", {"kind": "rotation", "episodes": ROTATION_EPISODES, "plain": 40})  # type: ignore[attr-defined]
+    site.seed = site.script("seed.py", {"kind": "rotation", "episodes": ROTATION_EPISODES, "plain": 40})
     return site
 
 

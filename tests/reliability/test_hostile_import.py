@@ -11,7 +11,6 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import sqlite3
 import subprocess
 import tempfile
@@ -71,7 +70,8 @@ JSON_BOMBS = {
     "Infinity": '{"version": 1, "scope_key": "a:b", "episodes": [{"content": "x", "timestamp": -Infinity}]}',
     "1e999": '{"version": 1, "scope_key": "a:b", "episodes": [{"content": "x", "importance": 1e999}]}',
     "a 5,000-digit number": '{"version": 1, "episodes": [{"content": "x", "importance": ' + "9" * 5000 + "}]}",
-    "negative importance": json.dumps(envelope([{"content": "x", "importance": -3}])),
+    # Issue 14: an importance out of 1-5 (e.g. -3) is clamped with a warning; a non-integer still refuses the file.
+    "fractional importance": json.dumps(envelope([{"content": "x", "importance": 2.5}])),
     "operator object as content": json.dumps(envelope([{"content": {"$ne": ""}}])),
     "operator object as tags": json.dumps(envelope([{"content": "x", "tags": [{"$gt": ""}]}])),
     "lone surrogate": '{"version": 1, "episodes": [{"content": "ok", "sender_id": "\\udc00"}]}',
@@ -147,8 +147,10 @@ SQLITE_BOMBS = {
         f"CREATE VIEW records AS SELECT 1 AS id, {JW_SELECT.replace(chr(39) + 'c' + chr(39), 'zeroblob(900000000)')}"
     ],
     "generated blob column": [
-        "CREATE TABLE records (id INTEGER PRIMARY KEY, session_id TEXT, timestamp TEXT, kind TEXT, metadata TEXT, "
-        "encrypted INTEGER, content BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL)",
+        (
+            "CREATE TABLE records (id INTEGER PRIMARY KEY, session_id TEXT, timestamp TEXT, kind TEXT, metadata TEXT, "
+            "encrypted INTEGER, content BLOB GENERATED ALWAYS AS (zeroblob(900000000)) VIRTUAL)"
+        ),
         "INSERT INTO records (id, session_id, timestamp, kind, metadata, encrypted) VALUES (1, 'g_1', '2024-01-01', 'f', '{}', 0)",
     ],
     "records in an attached temp name": [
@@ -275,8 +277,9 @@ def test_it_imports_exactly_what_it_accepts_or_nothing(tmp_path, system):
         outcomes["imported"] += 1
         new = Episode.objects.filter(source="import").order_by("-id")[: report.episodes]
         written = {e.content for e in new}
-        # Numbers are accepted where LangBot files may carry them (ids, contents), as their text.
-        sent = {str(r["content"]) for r in json.loads(text)["episodes"] if isinstance(r["content"], (str, int))}
+        # Numbers are accepted where LangBot files may carry them (ids), as their text; a content must be
+        # a string, and it is stored trimmed (issue 14).
+        sent = {r["content"].strip() for r in json.loads(text)["episodes"] if isinstance(r["content"], str)}
         assert written <= sent  # exactly the given text, nothing made up
         assert rows()["Episode"] == before["Episode"] + report.episodes
 
@@ -324,7 +327,7 @@ def test_it_never_uses_the_uploaded_name_as_a_path(tmp_path, system, name, monke
     assert len(report.file_name) <= 120
     entry = AuditEntry.objects.filter(operation="import").latest("seq")
     assert entry.payload["metadata"]["file_name"] == report.file_name
-    assert os.listdir(tmp_path / "tmp") == []  # the private copy is gone, and nothing else was made
+    assert list((tmp_path / "tmp").iterdir()) == []  # the private copy is gone, and nothing else was made
     assert not (tmp_path / "pwned.json").exists() and not Path("/tmp/pwned.json").exists()
     record_figure("hostile_input", "import_file_names", 1)
 

@@ -39,7 +39,6 @@ ID = re.compile(r"/episodes/([0-9a-f]{12})/")
 
 
 def tag(scope: tuple[str, str, str]) -> str:
-    bot, session, isolation = scope
     return f"tag{SCOPES.index(scope)}x"
 
 
@@ -72,9 +71,8 @@ def body(scope: tuple[str, str, str], **extra) -> dict:
 
 def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_path):
     site = template_site.copy_to(tmp_path / "site")
-    site.shell_json(
-        "import json; from django.contrib.auth.models import User; "
-        "User.objects.create_superuser('checker', 'c@example.org', 'checker-horse-battery'); print(json.dumps(1))"
+    site.script(
+        "create_superuser.py", {"username": "checker", "email": "c@example.org", "password": "checker-horse-battery"}
     )
     tokens = template_site.tokens
     server = Server.start(site.env)
@@ -87,10 +85,7 @@ def test_it_never_returns_another_scopes_memory_under_load(template_site, tmp_pa
             )
             assert status == 201, answer
             ledger.written[index].add(answer["episode_id"])
-        scope_ids = site.shell_json(
-            "import json; from memconsole.memory.models import Scope; "
-            "print(json.dumps({f'{s.scope_key}|{s.isolation}': s.pk for s in Scope.objects.all()}))"
-        )
+        scope_ids = site.script("scope_ids.py")
 
         def writer(seed: int) -> None:
             rng = random.Random(seed)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from axes.models import AccessAttempt, AccessFailureLog, AccessLog
 from django.contrib.auth.models import Group, Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
@@ -70,10 +71,9 @@ def row(route: str, method: str, path: str, *expected: Any, data: Any = None) ->
 def api_row(
     route: str, method: str, path: str, own: Any, data: Any = None, *, open_: bool = False, status: int = 0
 ) -> Row:
-    if open_:  # no token needed: the same answer for everyone
-        expected = (status,) * len(API_CALLERS)
-    else:  # a console session is no API credential; another bot's token is refused for this bot
-        expected = (401, 403, 401, 401, 401, 401, own)
+    # open_: no token needed, the same answer for everyone. Otherwise a console session is no API
+    # credential, and another bot's token is refused for this bot.
+    expected = (status,) * len(API_CALLERS) if open_ else (401, 403, 401, 401, 401, 401, own)
     return Row(route, method, path, expected, data, api=True)
 
 
@@ -247,6 +247,17 @@ API_ROWS = [
     api_row("api/v1/docs", "get", "/api/v1/docs", None, open_=True, status=200),
     api_row("api/v1/^.*$", "get", "/api/v1/nothing/here", None, open_=True, status=404),
     api_row("^api(/|$)", "post", "/api/v2/remember", None, open_=True, status=404),
+    # MCP: the same bot tokens. Listing tools needs no bot, so another bot's token lists them too;
+    # its tool calls for bot-a are refused inside the answer (tests/mcp).
+    Row(
+        "mcp",
+        "post",
+        "/mcp",
+        (401, 200, 401, 401, 401, 401, 200),
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        api=True,
+    ),
+    Row("mcp", "get", "/mcp", (405,) * len(API_CALLERS), None, api=True),
 ]
 
 # The Django admin: only staff get past the login; then the model permissions of the admin role.
@@ -325,7 +336,67 @@ def admin_rows() -> list[Row]:
     return rows
 
 
-ALL_ROWS = CONSOLE_ROWS + [IMPORT_POST] + OTHER_ROWS + API_ROWS + admin_rows()
+NEW_USER = {"username": "m-new", "password1": "x-Fresh-Account-7", "password2": "x-Fresh-Account-7", "role": VIEWER}
+NEW_PASSWORD = {"old_password": PASSWORD, "new_password1": "x-Changed-Pass-8", "new_password2": "x-Changed-Pass-8"}
+# The admin screens (issue 17), last: revoking the bot-a token here would fail the bot API rows above.
+ACCOUNT_ROWS = [
+    row("audit/", "get", "/audit/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("tokens/", "get", "/tokens/", LOGIN, LOGIN, 403, 403, 403, 200),
+    row("tokens/", "post", "/tokens/", LOGIN, LOGIN, 403, 403, 403, 200, data={"name": "new", "bot_uuids": "bot-a"}),
+    row("tokens/<int:token_id>/revoke/", "post", "/tokens/{token}/revoke/", LOGIN, LOGIN, 403, 403, 403, REDIRECT),
+    row("users/", "get", "/users/", LOGIN, LOGIN, 403, 403, 403, 200),
+    row("users/", "post", "/users/", LOGIN, LOGIN, 403, 403, 403, REDIRECT, data=NEW_USER),
+    row("users/<int:user_id>/", "get", "/users/{user}/", LOGIN, LOGIN, 403, 403, 403, 200),
+    row(
+        "users/<int:user_id>/role/",
+        "post",
+        "/users/{user}/role/",
+        *(LOGIN, LOGIN, 403, 403, 403, REDIRECT),
+        data={"role": VIEWER},
+    ),
+    row(
+        "users/<int:user_id>/grants/",
+        "post",
+        "/users/{user}/grants/",
+        *(LOGIN, LOGIN, 403, 403, 403, REDIRECT),
+        data={"bot_uuids": ""},
+    ),
+    row(
+        "users/<int:user_id>/active/",
+        "post",
+        "/users/{user}/active/",
+        *(LOGIN, LOGIN, 403, 403, 403, REDIRECT),
+        data={"active": "1"},
+    ),
+    # Each caller changes its own password (the form asks for the old one); last, as it ends the
+    # sessions that `force_login` opens for the world's (now stale) user objects.
+    row(
+        "accounts/password_change/",
+        "post",
+        "/accounts/password_change/",
+        *(LOGIN, LOGIN, REDIRECT, REDIRECT, REDIRECT, REDIRECT),
+        data=NEW_PASSWORD,
+    ),
+]
+# A console admin may read a superuser's account, never change it (the Django admin's rule too).
+SUPERUSER_ROWS = [
+    row(
+        "users/<int:user_id>/role/",
+        "post",
+        "/users/{superuser}/role/",
+        *(LOGIN, LOGIN, 403, 403, 403, 403),
+        data={"role": VIEWER},
+    ),
+    row(
+        "users/<int:user_id>/active/",
+        "post",
+        "/users/{superuser}/active/",
+        *(LOGIN, LOGIN, 403, 403, 403, 403),
+        data={"active": "0"},
+    ),
+]
+
+ALL_ROWS = [*CONSOLE_ROWS, IMPORT_POST, *OTHER_ROWS, *API_ROWS, *admin_rows(), *SUPERUSER_ROWS, *ACCOUNT_ROWS]
 
 
 def test_it_has_a_row_for_every_url_of_the_project():
@@ -408,7 +479,8 @@ def outcome(response) -> Any:
     return response.status_code
 
 
-def client_for(caller: str, world: dict, **kwargs: Any) -> tuple[Client, dict[str, str]]:
+def caller_client(caller: str, world: dict, **kwargs: Any) -> tuple[Client, dict[str, str]]:
+    """(client, headers) for a caller of the matrix: a user's logged-in session or a token's header."""
     client = Client(**kwargs)
     headers = {}
     if caller in world["users"]:
@@ -432,8 +504,6 @@ def call(client: Client, headers: dict, r: Row, values: dict, data: Any = None) 
 
 
 def import_upload_data() -> dict:
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
     upload = SimpleUploadedFile("x.json", b'{"version": 1, "episodes": [{"content": "imported"}]}')
     return {"file": upload, "format": "langbot", **SCOPE_BODY, "isolation": "session", "dry_run": "1"}
 
@@ -443,7 +513,7 @@ def test_it_answers_every_cell_of_the_matrix_as_expected(world):
     for r in ALL_ROWS:
         callers = API_CALLERS if r.api else CALLERS
         for caller, expected in zip(callers, r.expected, strict=True):
-            client, headers = client_for(caller, world)
+            client, headers = caller_client(caller, world)
             data = import_upload_data() if r is IMPORT_POST else None
             got = outcome(call(client, headers, r, world["values"], data))
             cells += 1
@@ -467,12 +537,12 @@ def privileges(user: User) -> tuple:
     )
 
 
-def test_it_lets_no_console_admin_raise_anyones_privileges(world):
+def test_it_lets_no_console_admin_raise_anyones_privileges(client_for, world):
     """A staff user in the admin group saves its own account and a viewer's asking for superuser, staff,
     the admin role and a permission: the saves go through (302) and change none of those. A superuser's
     account is not its to change, re-password or delete. A superuser can still grant all of it."""
     users, values = world["users"], world["values"]
-    admin_client, _ = client_for("admin", world)
+    admin_client, _ = caller_client("admin", world)
     before = {name: privileges(users[name]) for name in ("admin", "viewer")}
     for name, username, staff in (("admin", "m-admin", True), ("viewer", "m-viewer", False)):
         form = fill(user_form(username, staff=staff), values)
@@ -499,8 +569,7 @@ def test_it_lets_no_console_admin_raise_anyones_privileges(world):
     superuser.refresh_from_db()
     assert (superuser.username, superuser.password, superuser.is_superuser) == ("m-superuser", password, True)
 
-    root = Client()
-    root.force_login(superuser)
+    root = client_for(superuser)
     form = fill(user_form("m-viewer", staff=True), values)
     assert root.post(f"/admin/auth/user/{users['viewer'].pk}/change/", form).status_code == 302
     assert privileges(users["viewer"]) == (True, True, [ADMIN], ["view_auditentry"])
@@ -508,15 +577,15 @@ def test_it_lets_no_console_admin_raise_anyones_privileges(world):
 
 # --- CSRF ---------------------------------------------------------------------------------------
 
-POST_ROWS = [r for r in CONSOLE_ROWS + OTHER_ROWS + [IMPORT_POST] if r.method == "post"]
+POST_ROWS = [r for r in CONSOLE_ROWS + OTHER_ROWS + [IMPORT_POST] + ACCOUNT_ROWS if r.method == "post"]
 
 
-def test_it_enforces_csrf_on_every_console_mutation(world):
+def test_it_enforces_csrf_on_every_console_mutation(client_for, world):
     """An admin's session without the CSRF token is refused (403) on every POST; the same request with
     the token gets past the check, so the 403 is the CSRF check and not the permission."""
     refused = []
     for r in POST_ROWS:
-        client, headers = client_for("admin", world, enforce_csrf_checks=True)
+        client, headers = caller_client("admin", world, enforce_csrf_checks=True)
         before = AuditEntry.objects.count()
         data = import_upload_data() if r is IMPORT_POST else None
         response = call(client, headers, r, world["values"], data)
@@ -529,15 +598,14 @@ def test_it_enforces_csrf_on_every_console_mutation(world):
         with_token = call(client, headers, r, world["values"], data)
         if with_token.status_code == 403:
             refused.append(f"POST {r.path} with the token: still 403")
-    admin_post = Client(enforce_csrf_checks=True)
-    admin_post.force_login(world["users"]["admin"])
+    admin_post = client_for(world["users"]["admin"], enforce_csrf_checks=True)
     assert admin_post.post("/admin/logout/").status_code == 403
     assert refused == [], refused
     record_figure("permissions", "csrf_checked_posts", len(POST_ROWS) + 1)
 
 
 def test_it_exempts_only_the_token_authenticated_api_from_csrf(world):
-    client, headers = client_for("own_token", world, enforce_csrf_checks=True)
+    client, headers = caller_client("own_token", world, enforce_csrf_checks=True)
     response = client.post(
         "/api/v1/remember",
         data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
@@ -546,7 +614,7 @@ def test_it_exempts_only_the_token_authenticated_api_from_csrf(world):
     )
     assert response.status_code == 201
     # A logged-in browser session is no API credential, so a forged cross-site POST gets nothing.
-    forged, _ = client_for("admin", world, enforce_csrf_checks=True)
+    forged, _ = caller_client("admin", world, enforce_csrf_checks=True)
     response = forged.post(
         "/api/v1/remember",
         data='{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x"}',
@@ -557,7 +625,7 @@ def test_it_exempts_only_the_token_authenticated_api_from_csrf(world):
 
 def test_it_lets_no_bot_token_reach_another_bots_scope(world):
     """A token for bot-b, on every API endpoint, in both isolations: 403 and nothing written."""
-    client, headers = client_for("other_token", world)
+    client, headers = caller_client("other_token", world)
     before = AuditEntry.objects.count()
     for r in API_ROWS[:6]:
         for isolation in ("session", "bot"):

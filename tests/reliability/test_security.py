@@ -22,8 +22,10 @@ from django.test import Client, override_settings
 
 from memconsole.memory.models import AuditEntry, BotToken
 from memconsole.memory.roles import ADMIN, VIEWER
+from tests.conftest import PASSWORD
+from tests.processes import run_script
 
-from .conftest import MANAGE, PYTHON, REPO, clean_env, record_figure
+from .conftest import MANAGE, PYTHON, REPO, SCRIPTS, clean_env, record_figure
 
 pytestmark = pytest.mark.django_db
 
@@ -62,18 +64,7 @@ def production_env(tmp_path, **extra) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def production_settings(tmp_path_factory) -> dict:
     tmp_path = tmp_path_factory.mktemp("production")
-    script = (
-        "import json; from django.conf import settings as s; "
-        f"print(json.dumps({{name: getattr(s, name) for name in {SECURITY_SETTINGS!r}}}))"
-    )
-    result = subprocess.run(
-        [PYTHON, str(MANAGE), "shell", "-c", script],
-        cwd=REPO,
-        env=production_env(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_script(SCRIPTS / "settings_values.py", production_env(tmp_path), SECURITY_SETTINGS, timeout=120)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -107,8 +98,6 @@ def production(production_settings, settings, viewer):
 
 
 def test_it_sends_secure_cookies_and_security_headers(production, viewer):
-    from tests.conftest import PASSWORD
-
     client = Client()
     page = client.get("/accounts/login/", secure=True)
     assert page.status_code == 200
@@ -159,8 +148,6 @@ def login(client: Client, username: str, password: str, ip: str = "203.0.113.7")
 
 
 def test_it_locks_out_an_account_from_an_ip_after_five_failures(viewer, settings):
-    from tests.conftest import PASSWORD
-
     assert settings.AXES_FAILURE_LIMIT == 5
     other = User.objects.create_user("other", password=PASSWORD)
     other.groups.add(Group.objects.get(name=VIEWER))

@@ -1,22 +1,26 @@
-"""The Audit tab: the scope's audit entries with filters, and their export."""
+"""The audit log: one screen across every space the user may see, and a space's Audit tab, which
+is the same list filtered to that space; plus the space's audit export."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET, require_POST
 
-from memconsole.memory import exports, queries, roles
+from memconsole.memory import audit, exports, queries, roles
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
-from ..access import ConsoleRequest, scope_view
-from ..screens import render_screen, scope_context
+from ..access import ConsoleRequest, console_view, scope_view
+from ..screens import render_screen, scope_context, user_permissions
 
 AUDIT_PER_PAGE = 25
-# The operations offered by the filter (the log may hold others; typing one filters by it too).
+# The operations offered by the picker (the log may hold others; typing one filters by it too).
 AUDIT_OPERATIONS = (
     "remember",
     "archive",
@@ -30,19 +34,64 @@ AUDIT_OPERATIONS = (
     "import",
     "erase_subject",
     "scope_open",
+    "health_check",
+    "token_create",
+    "token_revoke",
+    "user_create",
+    "user_role",
+    "user_grants",
+    "user_active",
+    "password_change",
+    "key_rotation",
 )
+
+
+def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[str, Any], int]:
+    """The filter form, the page of entries (each with its `space`) and the page's chain check."""
+    form = forms.AuditFilterForm(request.GET)
+    if not form.is_valid():
+        return {"form": form, "page": None, "operations": AUDIT_OPERATIONS}, 400
+    data = form.cleaned_data
+    filters = queries.AuditFilter(
+        operation=data["operation"].strip(),
+        actor=data["actor"].strip(),
+        after=data.get("after"),
+        before=data.get("before"),
+        space="" if keys else data["space"].strip(),
+        target=data["target"].strip(),
+    )
+    page = queries.audit_page(keys, data.get("cursor"), AUDIT_PER_PAGE, filters=filters, viewer=request.actor)
+    queries.attach_spaces(page.items, request.actor)
+    context = {
+        "form": form,
+        "page": page,
+        "operations": AUDIT_OPERATIONS,
+        "filtered": any(
+            getattr(filters, name) for name in ("operation", "actor", "after", "before", "space", "target")
+        ),
+        "chain": audit.verify_entries(page.items) if page.items else None,
+    }
+    return context, 200
+
+
+@require_GET
+@console_view()
+def audit_all(request: ConsoleRequest) -> HttpResponse:
+    """Every audit entry the user may read: memory changes, imports, erasure receipts, health runs,
+    token and user events (a user limited to some bots sees their spaces' entries only)."""
+    context, status = _audit_list(request, None)
+    context.update(user_permissions(request.user), list_url=reverse("console:audit_all"), scope=None)
+    return render_screen(request, "console/audit_all.html", "console/_audit_list.html", context, status)
 
 
 @require_GET
 @scope_view()
 def audit_log(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    form = forms.AuditFilterForm(request.GET)
-    page, status = None, 400
-    if form.is_valid():
-        data = form.cleaned_data
-        filters = {"operation": data["operation"].strip(), "actor": data["actor"].strip()}
-        page, status = queries.audit_page(keys, data.get("cursor"), AUDIT_PER_PAGE, **filters), 200
-    context = scope_context(request, scope, keys, "audit", form=form, page=page, operations=AUDIT_OPERATIONS)
+    """The space's Audit tab: the audit list filtered to this space."""
+    context, status = _audit_list(request, keys)
+    context = scope_context(
+        request, scope, keys, "audit", list_url=reverse("console:audit", args=[scope.pk]), **context
+    )
     return render_screen(request, "console/audit_list.html", "console/_audit_list.html", context, status)
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
 from memconsole.memory import imports, queries, roles
@@ -16,6 +17,20 @@ from memconsole.memory.models import Scope
 from .. import forms
 from ..access import ConsoleRequest, console_view, scope_from_query
 from ..screens import render_screen
+
+# What each kind of conflict, skipped item and warning in an import report means (ImportReport).
+KIND_LABELS = {
+    "exists": gettext_lazy("Already in the memory space"),
+    "duplicate": gettext_lazy("Repeated in the file"),
+    "profile_exists": gettext_lazy("Profile exists: imported as a new version"),
+    "deleted": gettext_lazy("Deleted in the source"),
+    "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
+    "unknown_status": gettext_lazy("Unknown status: imported as active"),
+    "timestamp_missing": gettext_lazy("Empty time: the import time is used"),
+    "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
+    "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
+    "notes_cut": gettext_lazy("Notes cut at the limit"),
+}
 
 
 def _blank_form(request: ConsoleRequest) -> forms.ImportForm:
@@ -49,7 +64,16 @@ def _run_import(request: ConsoleRequest, form: forms.ImportForm) -> dict[str, An
     except MemoryPermissionDenied:
         form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
         return None
-    return report.as_dict()
+    return _labelled(report.as_dict())
+
+
+def _labelled(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's JSON form with a label per listed item and how many were not listed."""
+    for name, count in (("conflicts", "conflict_count"), ("skipped", "skipped_deleted"), ("warnings", "warning_count")):
+        for item in report[name]:
+            item["label"] = KIND_LABELS.get(item["kind"], item["kind"])
+        report[f"{name}_not_listed"] = report[count] - len(report[name])
+    return report
 
 
 def _targets(report: dict[str, Any] | None) -> list[Scope]:

@@ -16,9 +16,10 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
 from memconsole.memory import queries, roles
+from memconsole.memory.errors import Conflict
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, Scope
-from memconsole.memory.profiles import get_profile, replace_profile, rollback_profile
+from memconsole.memory.profiles import EMPTY_PROFILE, get_profile, replace_profile, rollback_profile
 from memconsole.memory.scopes import ScopeKeys
 from memconsole.memory.validation import MAX_SENDER_CHARS
 
@@ -100,6 +101,7 @@ def _profile_context(
     owner: tuple[str, str],
     edit_form: forms.ProfileForm | None = None,
     view: forms.VersionDiffForm | None = None,
+    **extra: Any,
 ) -> dict[str, Any]:
     profile_type, sender_id = owner
     data, row = get_profile(keys, profile_type, sender_id)
@@ -117,8 +119,10 @@ def _profile_context(
         row=row,
         versions=queries.profile_version_page(row, cursor, VERSIONS_PER_PAGE) if row else None,
         diff=_diff(row, view, diff_from, diff_to) if row else None,
-        form=edit_form or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id)),
+        form=edit_form
+        or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id, row.version if row else 0)),
         view_form=view,
+        **extra,
     )
 
 
@@ -168,15 +172,36 @@ def profile_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile
     owner = _posted_owner(request, profile_type)
     form = forms.ProfileForm(request.POST)
     if form.is_valid():
+        read = form.cleaned_data["version"]  # the version the form was rendered from (None: not sent)
         try:
-            row = replace_profile(keys, request.actor, *owner, form.profile_data())
+            row = replace_profile(keys, request.actor, *owner, form.profile_data(), if_version=read)
         except MemoryValidationError as exc:
             form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        except Conflict as exc:
+            return _conflict(request, scope, keys, owner, read or 0, exc.current_version)
         else:
             message = _("Profile saved as version %(version)d.") % {"version": row.version}
             return _after_change(request, scope, keys, owner, message)
     context = _profile_context(request, scope, keys, owner, edit_form=form)
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 400)
+
+
+def _conflict(
+    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, owner: tuple[str, str], read: int, current: int
+) -> HttpResponse:
+    """409: someone saved the profile since this form was rendered. Show their change (the version
+    read against the current one) and the admin's own edit, now based on the current version, so
+    that saving again re-applies it knowingly."""
+    profile, row = get_profile(keys, *owner)
+    earlier = queries.profile_versions(row, [read]).get(read) if row and read else None
+    changes = _diff_lines(earlier.payload if earlier else EMPTY_PROFILE, profile)
+    data = request.POST.copy()
+    data["version"] = str(current)
+    edit_form = forms.ProfileForm(data)
+    edit_form.is_valid()  # valid (it was): bound, so the admin's values are shown again
+    conflict = {"read": read, "current": current, "lines": changes}
+    context = _profile_context(request, scope, keys, owner, edit_form=edit_form, conflict=conflict)
+    return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 409)
 
 
 @require_POST

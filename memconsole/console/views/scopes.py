@@ -8,7 +8,7 @@ from django.db import transaction
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_POST, require_safe
 
 from memconsole.memory import audit, queries, roles
 from memconsole.memory.audit import Actor
@@ -37,7 +37,7 @@ def _derived(request: ConsoleRequest, derive: forms.DeriveForm) -> dict[str, Any
     return {"keys": keys, "scope": queries.registered_scope(keys), "counts": queries.stored_counts(keys)}
 
 
-@require_GET
+@require_safe  # GET, and HEAD for uptime monitors
 @console_view()
 def overview(request: ConsoleRequest) -> HttpResponse:
     search = forms.ScopeSearchForm(request.GET)

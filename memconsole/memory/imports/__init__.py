@@ -7,11 +7,16 @@ Formats (`FORMATS`, one module each, every one read by a `parse(path, plan, targ
 Rules shared by every format: keys are re-derived for the target (`bot_uuid`, the session and
 `isolation`), whatever the file says; the old id is kept as `imported_episode_id` and new ids are
 made; values are coerced alike (`fields`); conflicts are skipped, so re-running an import adds
-nothing twice (`plan`).
+nothing twice (`plan`). Memory comes across faithfully (issue 14, docs/design.md §7): an episode
+the source deleted is skipped and counted (`skipped_deleted`), never revived; a detail is adjusted
+as a live write would adjust it (importance clamped, profile items evicted, an unknown status read
+as active, an empty time made the import time) and listed as a warning; the original `source` is
+kept as `original_source`.
 
 The whole file is read and checked (`readers`, `fields`) before anything is written; a bad file is
 rejected with an `ImportFileError` saying what and where (line and column for JSON syntax, the
-record's index or row id and the field otherwise), and nothing is written. Then one transaction
+record's index or row id and the field otherwise), and nothing is written; a value of the wrong
+type (a number as content, tags neither a list nor a comma-joined string) is such an error. Then one transaction
 writes it all and the vectors follow (`writer`). The `ImportReport` says what happened per scope.
 """
 

@@ -68,23 +68,25 @@ def parse(
                 value_text = text_of(value, where, "value") or ""
                 # The key also becomes a tag: a tag may hold no comma and at most 64 characters.
                 key_tag = re.sub(r"\s+", " ", key_text.replace(",", " ")).strip()[: validation.MAX_TAG_CHARS]
+                notes: list[fields.Note] = []
                 plan.add_episode(
                     EpisodeIn(
                         keys=keys,
                         where=where,
                         old_id=f"fact:{rowid}",
-                        content=fields.text(
-                            f"{key_text}: {value_text}", where, "value", validation.max_content_chars(), required=True
-                        ),
+                        content=fields.content(f"{key_text}: {value_text}", where, "value"),
                         tags=fields.tags(["fact", key_tag], where),
                         importance=DEFAULT_IMPORTANCE,
-                        timestamp=fields.time(text_of(updated_at, where, "updated_at"), where, "updated_at"),
+                        timestamp=fields.episode_time(
+                            text_of(updated_at, where, "updated_at"), where, notes, plan.imported_at, "updated_at"
+                        ),
                         sender_id=fields.text(
                             text_of(subject, where, "subject"), where, "subject", validation.MAX_SENDER_CHARS
                         ).strip(),
                         sender_name="",
                         status=STATUS_ACTIVE.value,
                         superseded_by="",
+                        notes=notes,
                     )
                 )
                 done += 1
@@ -95,25 +97,23 @@ def parse(
             for rowid, room_id, role, content, created_at in rows(connection, sql, (bot_uuid,)):
                 where = f"messages row {rowid}"
                 role_text = (text_of(role, where, "role") or "").strip()
+                notes = []
                 plan.add_episode(
                     EpisodeIn(
                         keys=target(text_of(room_id, where, "room_id"), where),
                         where=where,
                         old_id=f"message:{rowid}",
-                        content=fields.text(
-                            text_of(content, where, "content"),
-                            where,
-                            "content",
-                            validation.max_content_chars(),
-                            required=True,
-                        ),
+                        content=fields.content(text_of(content, where, "content"), where),
                         tags=fields.tags([role_text] if role_text else [], where),
                         importance=DEFAULT_IMPORTANCE,
-                        timestamp=fields.time(text_of(created_at, where, "created_at"), where, "created_at"),
+                        timestamp=fields.episode_time(
+                            text_of(created_at, where, "created_at"), where, notes, plan.imported_at, "created_at"
+                        ),
                         sender_id="",
                         sender_name="",
                         status=STATUS_ACTIVE.value,
                         superseded_by="",
+                        notes=notes,
                     )
                 )
                 done += 1

@@ -1,8 +1,20 @@
 """Value coercion for imported records: each reads one field and fails with the record's place.
 
-Shared by every format: statuses missing or unknown read as active; importance may be an int or
-a string "1"-"5" (missing: 2); tags a list or a comma-joined string; times ISO 8601 or epoch
-seconds/milliseconds (naive times read as UTC).
+Shared by every format (issue 14: a detail is adjusted and reported, a wrong type rejects the file):
+- content is a string (not a number), trimmed;
+- statuses are read case- and space-insensitively; missing reads as active, `deleted` is LangBot's
+  forgotten memory (the plan skips it), any other name is imported as active with a warning;
+- importance is a whole number or its digits (missing: 2), clamped to 1-5 like a live write
+  (`validation.clamp_importance`) with a warning;
+- tags a list of strings or a comma-joined string;
+- times ISO 8601 or epoch seconds/milliseconds (naive times read as UTC); an episode's empty
+  timestamp ("", LangBot's "no time") becomes the import time with a warning, a missing one stays
+  unknown;
+- profiles over the trait/preference limits lose their oldest items (`profiles.apply_items`) and
+  over-long notes are cut, with a warning.
+
+Warnings are `Note`s `(kind, message)` that the reader collects on the record; `plan.resolve` puts
+those of the records it keeps into the report.
 """
 
 from __future__ import annotations
@@ -19,7 +31,15 @@ from ..models import STATUS_ACTIVE, STATUSES
 from .report import ImportFileError
 
 MAX_OLD_ID_CHARS = 255
+MAX_SOURCE_CHARS = 64  # Episode.original_source
+MAX_LISTED_ITEMS = 200  # characters of evicted profile items named in a warning
 DEFAULT_IMPORTANCE = 2
+# LangBot's status of a memory the user asked the bot to forget; memconsole deletes such rows, so
+# an import never writes one (it would come back as active: docs/design.md §7).
+DELETED = "deleted"
+
+# (kind, message): a value adjusted on the way in, reported as a warning.
+Note = tuple[str, str]
 
 
 def fail(where: str, name: str, message: str) -> ImportFileError:
@@ -44,18 +64,34 @@ def text(value: Any, where: str, name: str, max_chars: int, required: bool = Fal
     return out
 
 
-def importance(value: Any, where: str) -> int:
+def content(value: Any, where: str, name: str = "content") -> str:
+    """An episode's text: a string (a number is a wrong type here), trimmed, not empty, within the limit."""
+    if value is not None and not isinstance(value, str):
+        raise fail(where, name, "must be a string")
+    return text((value or "").strip(), where, name, validation.max_content_chars(), required=True)
+
+
+def importance(value: Any, where: str, notes: list[Note]) -> int:
+    """A whole number (or its digits), clamped to 1-5 with a note; anything else fails."""
     if value is None or value == "":
         return DEFAULT_IMPORTANCE
-    if isinstance(value, str) and value.strip().isdecimal() and len(value.strip()) <= 10:
+    number = value
+    if isinstance(value, str):
+        stripped = value.strip()
+        digits = stripped.removeprefix("-")
         # isdecimal, not isdigit: int() refuses superscripts such as "²"; the length cap keeps
         # int() away from thousands of digits.
-        value = int(value.strip())
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+        if digits.isdecimal() and len(digits) <= 10:
+            number = int(stripped)
+    if isinstance(number, float) and number.is_integer():
+        number = int(number)
+    if isinstance(number, bool) or not isinstance(number, int):
         raise fail(where, "importance", f"must be a whole number from 1 to 5, not {value!r:.40}")
-    return value
+    clamped, adjusted = validation.clamp_importance(number)
+    if adjusted:
+        shown = str(number) if abs(number) < 10**12 else f"{number:.3g}"
+        notes.append(("importance_clamped", f"importance {shown} is outside 1-5; stored as {clamped}"))
+    return clamped
 
 
 def tags(value: Any, where: str) -> list[str]:
@@ -92,8 +128,29 @@ def check_tag_count(values: list[str], where: str) -> None:
         raise fail(where, "tags", f"at most {validation.MAX_TAGS} tags")
 
 
-def status(value: Any) -> str:
-    return value if isinstance(value, str) and value in STATUSES else STATUS_ACTIVE.value
+def status(value: Any, where: str, notes: list[Note]) -> str:
+    """A status name read as LangBot does ("Archived " is archived); `DELETED` passes through for
+    the plan to skip; an unknown name is active, with a note."""
+    if value is None:
+        return STATUS_ACTIVE.value
+    if not isinstance(value, str):
+        raise fail(where, "status", "must be a string")
+    name = value.strip().lower()
+    if not name:
+        return STATUS_ACTIVE.value
+    if name in STATUSES or name == DELETED:
+        return name
+    notes.append(("unknown_status", f"unknown status {value.strip()!r:.60}; imported as active"))
+    return STATUS_ACTIVE.value
+
+
+def source(value: Any, where: str) -> str:
+    """The record's `source` in the system it came from (kept as `original_source`)."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise fail(where, "source", "must be a string")
+    return text(value, where, "source", MAX_OLD_ID_CHARS).strip()[:MAX_SOURCE_CHARS]
 
 
 def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
@@ -125,26 +182,59 @@ def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
     return parsed
 
 
-def old_id(value: Any, where: str) -> str:
+def episode_time(
+    value: Any, where: str, notes: list[Note], imported_at: datetime, name: str = "timestamp"
+) -> datetime | None:
+    """An episode's time; an empty one ("" or blanks, LangBot's "no time") is the import time, with a
+    note. A missing one (None, NULL) stays unknown."""
+    if isinstance(value, str) and not value.strip():
+        notes.append(("timestamp_missing", f"the {name} is empty; the import time is used"))
+        return imported_at
+    return time(value, where, name)
+
+
+def old_id(value: Any, where: str, name: str = "id") -> str:
     """The id a record had in its source (kept as `imported_episode_id`)."""
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise fail(where, "id", "must be a string")
+        raise fail(where, name, "must be a string")
     out = str(value).strip()
     if "\x00" in out:
-        raise fail(where, "id", "contains a NUL character")
+        raise fail(where, name, "contains a NUL character")
     if len(out) > MAX_OLD_ID_CHARS:
-        raise fail(where, "id", f"is longer than {MAX_OLD_ID_CHARS} characters")
+        raise fail(where, name, f"is longer than {MAX_OLD_ID_CHARS} characters")
     if not validation.is_utf8(out):
-        raise fail(where, "id", "is not valid text (it holds a lone surrogate)")
+        raise fail(where, name, "is not valid text (it holds a lone surrogate)")
     return out
 
 
-def profile_data(value: Any, where: str) -> dict[str, Any]:
+def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
+    """A whole profile, checked like a live write; over its limits it keeps the newest traits and
+    preferences (the last in the file: the oldest go first, `profiles.apply_items`) and cuts the notes,
+    with a note for each. Items of the wrong type fail."""
     if not isinstance(value, dict):
         raise fail(where, "profile", "must be an object")
+    data = dict(value)
+    for name, limit in (("traits", validation.MAX_TRAITS), ("preferences", validation.MAX_PREFERENCES)):
+        items = data.get(name)
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            continue  # validate_profile_data names the wrong type
+        kept, evicted = profiles.apply_items([], [item.strip() for item in items], [], limit)
+        if evicted:
+            listed = ", ".join(evicted)
+            if len(listed) > MAX_LISTED_ITEMS:
+                listed = listed[:MAX_LISTED_ITEMS] + "…"
+            message = (
+                f"{len(kept) + len(evicted)} {name} (a profile holds at most {limit}): "
+                f"the {len(evicted)} oldest were left out: {listed}"
+            )
+            notes.append((f"{name}_evicted", message))
+        data[name] = kept
+    if isinstance(data.get("notes"), str) and len(data["notes"]) > validation.MAX_NOTES:
+        notes.append(("notes_cut", f"the notes were cut at {validation.MAX_NOTES} characters"))
+        data["notes"] = data["notes"][: validation.MAX_NOTES]
     try:
-        return profiles.validate_profile_data(value)
+        return profiles.validate_profile_data(data)
     except ValidationError as exc:
         raise fail(where, f"profile.{exc.field or 'profile'}", exc.message) from None

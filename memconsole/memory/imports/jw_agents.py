@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -75,14 +76,14 @@ def parse(
                 )
         sql = "SELECT id, session_id, timestamp, kind, content, metadata, encrypted FROM records ORDER BY id"
         for done, record in enumerate(rows(connection, sql), 1):
-            plan.add_episode(_episode(record, target, key))
+            plan.add_episode(_episode(record, target, key, plan.imported_at))
             if progress and done % PROGRESS_EVERY == 0:
                 progress("reading", done, total)
     finally:
         connection.close()
 
 
-def _episode(record: tuple[Any, ...], target: Target, key: str | None) -> EpisodeIn:
+def _episode(record: tuple[Any, ...], target: Target, key: str | None, imported_at: datetime) -> EpisodeIn:
     row_id, session_id, stamp, kind, content, metadata, encrypted = record
     where = f"records id={row_id}"
     encrypted = bool(encrypted)
@@ -95,20 +96,23 @@ def _episode(record: tuple[Any, ...], target: Target, key: str | None) -> Episod
         if tag not in tags:
             tags.append(tag)
     fields.check_tag_count(tags, where)
+    notes: list[fields.Note] = []
     return EpisodeIn(
         keys=keys,
         where=where,
         old_id=str(row_id),
-        content=fields.text(content_text, where, "content", validation.max_content_chars(), required=True),
+        content=fields.content(content_text, where),
         tags=tags,
-        importance=fields.importance(meta.get("importance"), where + " metadata"),
-        timestamp=fields.time(text_of(stamp, where, "timestamp"), where),
+        importance=fields.importance(meta.get("importance"), where + " metadata", notes),
+        timestamp=fields.episode_time(text_of(stamp, where, "timestamp"), where, notes, imported_at),
         sender_id=fields.text(
             meta.get("sender_id", meta.get("user_id")), where, "metadata.sender_id", validation.MAX_SENDER_CHARS
         ).strip(),
         sender_name=fields.text(
             meta.get("sender_name"), where, "metadata.sender_name", validation.MAX_SENDER_CHARS
         ).strip(),
-        status=fields.status(meta.get("status")),
+        status=fields.status(meta.get("status"), where + " metadata", notes),
         superseded_by="",
+        original_source=fields.source(meta.get("source"), where + " metadata"),
+        notes=notes,
     )

@@ -2,13 +2,22 @@
 
 The episodes envelope is `{version: 1, exported_at, scope_key, user_key, collection_id, statuses,
 episodes[], count}`, the profiles envelope `{version: 1, ..., profiles[{type, scope_key,
-sender_id?, profile{...}}], count}`; a file holds one or both. memconsole's own export embeds the
-same envelopes (`memconsole_format`), so their readers live here.
+sender_id?, profile{...}}], count}`; a file holds one or both, or is a bare JSON list of episodes
+(the target session name is then required). memconsole's own export embeds the same envelopes
+(`memconsole_format`), so their readers live here.
+
+An episode record has LangBot's read fields: `id`, `content` (or `text`), `tags`, `importance`,
+`timestamp` ("YYYY-MM-DDTHH:MM:SSZ", "" when unset), `sender_id`, `sender_name`, `source`
+(`agent`, `candidate`, `consolidation`, `import`, ...: kept as `original_source`), `status`
+(`active`, `superseded`, `archived`, `deleted`) and `superseded_by`; memconsole adds
+`imported_episode_id` (and `original_source`), so re-importing our export of an earlier import keeps
+the ORIGINAL id while `superseded_by` still refers to the exported `id`s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,25 +55,31 @@ def _list_field(envelope: dict[str, Any], name: str, where: str) -> list[Any]:
     return value
 
 
-def _episode(record: Any, where: str, keys: ScopeKeys) -> EpisodeIn:
+def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) -> EpisodeIn:
     if not isinstance(record, dict):
         raise ImportFileError(f"{where}: an episode must be an object")
     content = record.get("content")
     if content is None:
         content = record.get("text")
     superseded_by = record.get("superseded_by")
+    file_id = fields.old_id(record.get("id", record.get("episode_id")), where)
+    original_id = fields.old_id(record.get("imported_episode_id"), where, "imported_episode_id")
+    notes: list[fields.Note] = []
     return EpisodeIn(
         keys=keys,
         where=where,
-        old_id=fields.old_id(record.get("id", record.get("episode_id")), where),
-        content=fields.text(content, where, "content", validation.max_content_chars(), required=True),
+        old_id=original_id or file_id,
+        file_id=file_id,
+        content=fields.content(content, where),
         tags=fields.tags(record.get("tags"), where),
-        importance=fields.importance(record.get("importance"), where),
-        timestamp=fields.time(record.get("timestamp"), where),
+        importance=fields.importance(record.get("importance"), where, notes),
+        timestamp=fields.episode_time(record.get("timestamp"), where, notes, imported_at),
         sender_id=fields.text(record.get("sender_id"), where, "sender_id", validation.MAX_SENDER_CHARS).strip(),
         sender_name=fields.text(record.get("sender_name"), where, "sender_name", validation.MAX_SENDER_CHARS).strip(),
-        status=fields.status(record.get("status")),
+        status=fields.status(record.get("status"), where, notes),
         superseded_by=fields.old_id(superseded_by, where) if superseded_by else "",
+        original_source=fields.source(record.get("original_source") or record.get("source"), where),
+        notes=notes,
     )
 
 
@@ -83,7 +98,9 @@ def _profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
     updated_at = (
         fields.time(profile.get("updated_at"), where, "profile.updated_at") if isinstance(profile, dict) else None
     )
-    return ProfileIn(keys, where, profile_type, sender_id, fields.profile_data(profile, where), updated_at)
+    notes: list[fields.Note] = []
+    data = fields.profile_data(profile, where, notes)
+    return ProfileIn(keys, where, profile_type, sender_id, data, updated_at, notes)
 
 
 def episodes_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
@@ -92,7 +109,7 @@ def episodes_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) 
         raise ImportFileError(f"{where.rstrip('.') or 'the file'}: must be an object")
     keys = keys_for(envelope.get("scope_key"))
     for index, record in enumerate(_list_field(envelope, "episodes", where)):
-        plan.add_episode(_episode(record, f"{where}episodes[{index}]", keys))
+        plan.add_episode(_episode(record, f"{where}episodes[{index}]", keys, plan.imported_at))
 
 
 def profiles_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
@@ -109,8 +126,12 @@ def profiles_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) 
 def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = None, **_options: Any) -> None:
     """Read a LangBot export; `session_name` (if given) replaces the file's own session."""
     doc = load_json(path, "langbot")
+    if isinstance(doc, list):  # a bare list of episodes
+        doc = {"version": 1, "episodes": doc}
     if not isinstance(doc, dict):
-        raise ImportFileError("not a LangBot export: the file must hold one JSON object (an envelope)")
+        raise ImportFileError(
+            "not a LangBot export: the file must hold one JSON object (an envelope) or a list of episodes"
+        )
     if doc.get("format") == FORMAT_MARKER:
         raise ImportFileError("this is a memconsole export (use the memconsole format)", field="format")
     if "episodes" not in doc and "profiles" not in doc:

@@ -22,6 +22,10 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_MARKER:
         if isinstance(doc, dict) and doc.get("format") == AUDIT_FORMAT_MARKER:
             raise ImportFileError("this is an audit log export; audit logs are not imported", field="format")
+        if isinstance(doc, list):
+            raise ImportFileError(
+                "this is a bare list of episodes, not a memconsole export (use the langbot format)", field="format"
+            )
         if isinstance(doc, dict) and isinstance(doc.get("episodes"), list):
             raise ImportFileError(
                 "this looks like a LangBot export, not a memconsole one (use the langbot format)", field="format"

@@ -6,6 +6,10 @@ decides against the database: an episode whose old id is already in the target s
 before, or the scope's own episode) or appears earlier in the file is a conflict and skipped; the
 rest get new ids and `superseded_by` is mapped to them; a profile that already exists is reported
 as a conflict (it gets the imported one as a new version).
+
+An episode the source had deleted (LangBot's `deleted`) never enters the plan's episodes: it is
+kept aside and reported as skipped (`skipped_deleted`), in a dry run and a real run alike. The
+notes (warnings) of the records that will be written go into the report.
 """
 
 from __future__ import annotations
@@ -15,10 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.utils import timezone
+
 from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
 from ..paging import chunks
 from ..scopes import ScopeKeys, derive_scope
+from .fields import DELETED, Note
 from .report import ImportFileError, ImportReport
 
 MAX_RECORDS = 2_000_000
@@ -44,6 +51,16 @@ class EpisodeIn:
     status: str
     superseded_by: str
     new_id: str = ""
+    # The id `superseded_by` refers to in the file, when it is not `old_id` (a memconsole export of
+    # an earlier import: `old_id` is the original `imported_episode_id`, this the exported `id`).
+    file_id: str = ""
+    original_source: str = ""
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def ref(self) -> str:
+        """The id other records of the file use for this one."""
+        return self.file_id or self.old_id
 
 
 @dataclass(slots=True)
@@ -54,6 +71,11 @@ class ProfileIn:
     sender_id: str
     data: dict[str, Any]
     updated_at: datetime | None
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}:{self.sender_id}" if self.sender_id else self.type
 
 
 @dataclass
@@ -61,6 +83,9 @@ class Plan:
     episodes: list[EpisodeIn] = field(default_factory=list)
     profiles: list[ProfileIn] = field(default_factory=list)
     scopes: dict[tuple[str, str], ScopeKeys] = field(default_factory=dict)
+    deleted: list[EpisodeIn] = field(default_factory=list)  # deleted in the source: never written
+    # The import's one "now": rows' created_at, and the time of an episode whose timestamp is empty.
+    imported_at: datetime = field(default_factory=timezone.now)
 
     def keys_for(self, bot_uuid: str, session_name: Any, isolation: str, where: str) -> ScopeKeys:
         """The keys of a target scope (recorded in the plan); `ImportFileError` for a bad session."""
@@ -74,9 +99,12 @@ class Plan:
         return keys
 
     def add_episode(self, episode: EpisodeIn) -> None:
-        if len(self.episodes) >= MAX_RECORDS:
+        if len(self.episodes) + len(self.deleted) >= MAX_RECORDS:
             raise ImportFileError(f"{episode.where}: more than {MAX_RECORDS} records in one file; split it")
-        self.episodes.append(episode)
+        if episode.status == DELETED:
+            self.deleted.append(episode)
+        else:
+            self.episodes.append(episode)
 
 
 def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
@@ -95,9 +123,15 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
         scope["episodes"] += 1
         scope["statuses"][episode.status] = scope["statuses"].get(episode.status, 0) + 1
         report.statuses[episode.status] = report.statuses.get(episode.status, 0) + 1
+        for kind, message in episode.notes:
+            report.warn(episode.keys, kind, episode.where, message, episode.old_id)
     report.episodes = len(kept)
+    for episode in plan.deleted:
+        report.skip_deleted(episode.keys, episode.where, episode.old_id)
     for profile in plan.profiles:
         report.scope(profile.keys)["profiles"] += 1
+        for kind, message in profile.notes:
+            report.warn(profile.keys, kind, profile.where, message, profile.label)
         exists = Profile.objects.filter(
             scope_key=profile.keys.scope_key, type=profile.type, sender_id=profile.sender_id
         ).exists()
@@ -107,7 +141,7 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 "profile_exists",
                 profile.where,
                 "a profile already exists; the imported one becomes its newest version",
-                f"{profile.type}:{profile.sender_id}" if profile.sender_id else profile.type,
+                profile.label,
             )
     report.profiles = len(plan.profiles)
     return kept
@@ -129,6 +163,7 @@ def _existing_ids(user_key: str, old_ids: list[str]) -> dict[str, str]:
 
 def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport) -> list[EpisodeIn]:
     existing = _existing_ids(user_key, sorted({e.old_id for e in episodes if e.old_id}))
+    # {the id the file uses: the episode id it has in the scope}, to map superseded_by.
     new_ids: dict[str, str] = dict(existing)
     taken: set[str] = set()
     kept: list[EpisodeIn] = []
@@ -137,6 +172,7 @@ def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport
             report.conflict(
                 episode.keys, "exists", episode.where, "already in the target scope; skipped", episode.old_id
             )
+            new_ids.setdefault(episode.ref, existing[episode.old_id])
             continue
         if episode.old_id and episode.old_id in taken:
             report.conflict(
@@ -150,7 +186,8 @@ def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport
         episode.new_id = new_episode_id()
         if episode.old_id:
             taken.add(episode.old_id)
-            new_ids[episode.old_id] = episode.new_id
+        if episode.ref:
+            new_ids[episode.ref] = episode.new_id
         kept.append(episode)
     for episode in episodes:
         if episode.new_id and episode.superseded_by:

@@ -6,10 +6,10 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from ..errors import ValidationError
-from ..reports import Report
+from ..reports import OMIT, Report
 from ..scopes import ScopeKeys
 
-MAX_CONFLICTS_LISTED = 100
+MAX_CONFLICTS_LISTED = 100  # and as many skipped items and warnings
 
 
 class ImportFileError(ValidationError):
@@ -31,13 +31,26 @@ class ScopeTally(TypedDict):
 
 
 class Conflict(TypedDict):
-    """A record that was skipped (or, for a profile, written as a new version)."""
+    """A record that was skipped (or, for a profile, written as a new version).
+
+    Also the shape of `ImportReport.skipped` (kind "deleted": deleted in the source, not imported)."""
 
     scope_key: str
     kind: str
     where: str
     id: str
     reason: str
+
+
+class ItemWarning(TypedDict):
+    """A record imported with a detail adjusted (kind: importance_clamped, unknown_status,
+    timestamp_missing, traits_evicted, preferences_evicted, notes_cut)."""
+
+    scope_key: str
+    kind: str
+    where: str
+    id: str
+    message: str
 
 
 @dataclass(kw_only=True)
@@ -51,11 +64,21 @@ class ImportReport(Report):
     scopes: dict[str, ScopeTally] = field(default_factory=dict)  # by scope_key; a list in JSON
     conflict_count: int = 0
     conflicts: list[Conflict] = field(default_factory=list)  # the first MAX_CONFLICTS_LISTED
+    skipped_deleted: int = 0
+    skipped: list[Conflict] = field(default_factory=list)  # the first MAX_CONFLICTS_LISTED
+    warning_count: int = 0
+    warnings: list[ItemWarning] = field(default_factory=list)  # the first MAX_CONFLICTS_LISTED
     indexed: int = 0
     not_indexed: int = 0
+    # {scope_key: {"skipped_deleted": n, "warnings": n}} for each scope's audit entry (not in JSON:
+    # ScopeTally is the per-scope JSON shape).
+    scope_extras: dict[str, dict[str, int]] = field(default_factory=dict)
 
     def json_scopes(self) -> list[ScopeTally]:
         return list(self.scopes.values())
+
+    def json_scope_extras(self) -> object:
+        return OMIT
 
     def summary(self) -> str:
         verb = "would import" if self.dry_run else "imported"
@@ -64,6 +87,10 @@ class ImportReport(Report):
             f" ({', '.join(f'{k} {v}' for k, v in sorted(self.statuses.items())) or 'no episodes'})"
             f", {self.conflict_count} conflict(s)"
         )
+        if self.skipped_deleted:
+            text += f", {self.skipped_deleted} deleted skipped"
+        if self.warning_count:
+            text += f", {self.warning_count} warning(s)"
         if not self.dry_run and self.not_indexed:
             text += f"; {self.not_indexed} episodes not indexed yet (run `manage.py reindex`)"
         return text
@@ -90,3 +117,29 @@ class ImportReport(Report):
         self.scope(keys)["conflicts"] += 1
         if len(self.conflicts) < MAX_CONFLICTS_LISTED:
             self.conflicts.append(Conflict(scope_key=keys.scope_key, kind=kind, where=where, id=old_id, reason=reason))
+
+    def skip_deleted(self, keys: ScopeKeys, where: str, old_id: str = "") -> None:
+        """An episode the source had deleted: never imported (it would come back as active)."""
+        self.skipped_deleted += 1
+        self.scope(keys)
+        extras = self.scope_extras.setdefault(keys.scope_key, {"skipped_deleted": 0, "warnings": 0})
+        extras["skipped_deleted"] += 1
+        if len(self.skipped) < MAX_CONFLICTS_LISTED:
+            self.skipped.append(
+                Conflict(
+                    scope_key=keys.scope_key,
+                    kind="deleted",
+                    where=where,
+                    id=old_id,
+                    reason="deleted in the source; not imported",
+                )
+            )
+
+    def warn(self, keys: ScopeKeys, kind: str, where: str, message: str, old_id: str = "") -> None:
+        self.warning_count += 1
+        extras = self.scope_extras.setdefault(keys.scope_key, {"skipped_deleted": 0, "warnings": 0})
+        extras["warnings"] += 1
+        if len(self.warnings) < MAX_CONFLICTS_LISTED:
+            self.warnings.append(
+                ItemWarning(scope_key=keys.scope_key, kind=kind, where=where, id=old_id, message=message)
+            )

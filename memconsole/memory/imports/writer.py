@@ -12,7 +12,6 @@ import logging
 from datetime import datetime
 
 from django.db import transaction
-from django.utils import timezone
 
 from .. import audit, counters, profiles
 from ..audit import Actor
@@ -32,7 +31,7 @@ INDEX_BATCH = 256
 
 def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor, progress: Progress | None) -> None:
     """Write everything in one transaction (the vectors are `index`'s, after the commit)."""
-    now = timezone.now()
+    now = plan.imported_at
     with transaction.atomic():
         for keys in plan.scopes.values():
             register_scope(keys)
@@ -60,6 +59,7 @@ def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor,
             counters.recount(user_key)
         for keys in plan.scopes.values():
             scope = report.scope(keys)
+            extras = report.scope_extras.get(keys.scope_key, {})
             audit.append(
                 "import",
                 actor,
@@ -75,6 +75,8 @@ def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor,
                     "profiles": scope["profiles"],
                     "statuses": scope["statuses"],
                     "conflicts": scope["conflicts"],
+                    "skipped_deleted": extras.get("skipped_deleted", 0),
+                    "warnings": extras.get("warnings", 0),
                 },
             )
 
@@ -89,6 +91,7 @@ def _row(item: EpisodeIn, now: datetime) -> Episode:
         sender_id=item.sender_id,
         sender_name=item.sender_name,
         source="import",
+        original_source=item.original_source,
         episode_id=item.new_id,
         status=item.status,
         superseded_by=item.superseded_by,

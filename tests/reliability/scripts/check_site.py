@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "memconsole.settings")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

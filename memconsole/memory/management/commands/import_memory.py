@@ -15,6 +15,8 @@ class Command(BaseCommand):
         "Import memory from a file into the scope(s) of one bot, all or nothing. Formats: memconsole (our export), "
         "langbot (LongTermMemory episodes/profiles export), jw-agents (memory.db, one scope per session_id), "
         "bot-memory (memory.db facts into --session-name; --include-messages adds each room's messages). "
+        "Episodes deleted in the source are skipped; details adjusted on the way in (importance clamped, an unknown "
+        "status read as active, an empty timestamp, profile items over the limits) are listed as warnings. "
         "--dry-run reports what would be imported (per scope, per status, conflicts) and writes nothing."
     )
 
@@ -82,6 +84,14 @@ class Command(BaseCommand):
             self.stdout.write(f"  conflict: {conflict['where']}: {conflict['reason']}")
         if report.conflict_count > len(report.conflicts):
             self.stdout.write(f"  ... and {report.conflict_count - len(report.conflicts)} more conflicts")
+        for skipped in report.skipped:
+            self.stdout.write(f"  skipped (deleted in the source): {_place(skipped['where'], skipped['id'])}")
+        if report.skipped_deleted > len(report.skipped):
+            self.stdout.write(f"  ... and {report.skipped_deleted - len(report.skipped)} more deleted episodes skipped")
+        for warning in report.warnings:
+            self.stdout.write(f"  warning: {_place(warning['where'], warning['id'])}: {warning['message']}")
+        if report.warning_count > len(report.warnings):
+            self.stdout.write(f"  ... and {report.warning_count - len(report.warnings)} more warnings")
         self.stdout.write(report.summary())
 
     def _progress(self, stage: str, done: int, total: int) -> None:
@@ -93,3 +103,7 @@ class Command(BaseCommand):
         if self._shown:
             self.stderr.write("")
             self._shown = False
+
+
+def _place(where: str, old_id: str) -> str:
+    return f"{where} ({old_id})" if old_id else where

@@ -1,0 +1,80 @@
+"""An audit entry's before and after as a readable diff: one row per field that changed (added,
+removed or changed), list fields with the items that went and came, unchanged fields named once."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+# Shown first: what a person reads to know what the entry is about.
+LEADING_FIELDS = ("content", "name", "status")
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class Change:
+    field: str
+    kind: str  # added | removed | changed
+    before: str | None  # the value as text, None when the field was absent
+    after: str | None
+    removed_items: tuple[str, ...] = ()
+    added_items: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Diff:
+    changes: list[Change] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.changes or self.unchanged)
+
+
+def as_text(value: Any) -> str:
+    """A value as a person reads it: text as is, lists one item per line, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(item, str) for item in value):
+        return "\n".join(value) if value else "[]"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _field_order(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    names = [name for name in LEADING_FIELDS if name in before or name in after]
+    for name in [*before, *after]:
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def _change(name: str, before: Any, after: Any) -> Change:
+    if before is _ABSENT:
+        return Change(name, "added", None, as_text(after))
+    if after is _ABSENT:
+        return Change(name, "removed", as_text(before), None)
+    removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    if isinstance(before, list) and isinstance(after, list):
+        removed = tuple(as_text(item) for item in before if item not in after)
+        added = tuple(as_text(item) for item in after if item not in before)
+    return Change(name, "changed", as_text(before), as_text(after), removed, added)
+
+
+def audit_diff(before: Any, after: Any) -> Diff:
+    """The diff of an entry's `before` and `after` (either may be None: a creation or a deletion)."""
+    if before is None and after is None:
+        return Diff()
+    if not isinstance(before, dict | None) or not isinstance(after, dict | None):
+        old = _ABSENT if before is None else before
+        new = _ABSENT if after is None else after
+        return Diff([_change("", old, new)]) if old != new else Diff([], [""])
+    old_fields, new_fields = before or {}, after or {}
+    diff = Diff()
+    for name in _field_order(old_fields, new_fields):
+        old, new = old_fields.get(name, _ABSENT), new_fields.get(name, _ABSENT)
+        if old == new:
+            diff.unchanged.append(name)
+        else:
+            diff.changes.append(_change(name, old, new))
+    return diff

@@ -1,0 +1,201 @@
+"""Console accounts (docs/design.md §6): users, their role and their bot grants, changed from the
+console by an admin; every change is audited in its own transaction.
+
+The rules every console screen keeps (the Django admin keeps the same ones):
+- nobody is made superuser or staff here: that stays with `createsuperuser` and the Django admin;
+- a superuser's account is changed only by a superuser;
+- an admin limited to some bots sees and manages only users limited to those bots, and every user
+  it creates or grants stays limited to them (a user with no grant sees every bot);
+- nobody deactivates their own account (the console would lock its last admin out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import Group, User
+from django.db import transaction
+
+from . import audit, roles
+from .audit import Actor
+from .errors import NotFound, PermissionDenied, ValidationError
+from .models import BotGrant
+from .tokens import validate_bot_uuids
+
+MAX_USERNAME = 150
+
+
+@dataclass(frozen=True)
+class Account:
+    """One row of the Users screen: the user, its role, its grants, and whether the viewer may change it."""
+
+    user: User
+    role: str
+    bot_uuids: list[str]
+    editable: bool
+
+
+def actor_for(user: Any) -> Actor:
+    return Actor.for_user(user, roles.allowed_bots(user))
+
+
+def role_of(user: User) -> str:
+    """The highest console role among the user's groups ('' when it has none)."""
+    names = {group.name for group in user.groups.all()}
+    return next((role for role in reversed(roles.ROLES) if role in names), "")
+
+
+def grants_of(user: User) -> list[str]:
+    return sorted(grant.bot_uuid for grant in user.bot_grants.all())
+
+
+def _visible_to(by: Any, user: User) -> bool:
+    """A limited admin sees only users limited to some of its own bots."""
+    limits = roles.allowed_bots(by)
+    if limits is None:
+        return True
+    grants = set(grants_of(user))
+    return bool(grants) and grants <= limits and not user.is_superuser
+
+
+def may_change(by: Any, user: User) -> bool:
+    return _visible_to(by, user) and (by.is_superuser or not user.is_superuser)
+
+
+def accounts(by: Any) -> list[Account]:
+    """The users `by` may see, by username."""
+    users = User.objects.order_by("username").prefetch_related("groups", "bot_grants")
+    return [
+        Account(user, role_of(user), grants_of(user), may_change(by, user)) for user in users if _visible_to(by, user)
+    ]
+
+
+def get_account(by: Any, user_id: int) -> Account:
+    """One visible user; `NotFound` when absent or outside `by`'s bots (never confirmed to exist)."""
+    user = User.objects.prefetch_related("groups", "bot_grants").filter(pk=user_id).first()
+    if user is None or not _visible_to(by, user):
+        raise NotFound("no such user")
+    return Account(user, role_of(user), grants_of(user), may_change(by, user))
+
+
+def _require_change(by: Any, user: User) -> None:
+    if not may_change(by, user):
+        raise PermissionDenied("only a superuser may change a superuser's account")
+
+
+def _clean_role(role: str) -> str:
+    if role not in roles.ROLES:
+        raise ValidationError(f"a role is one of {', '.join(roles.ROLES)}", field="role")
+    return role
+
+
+def _clean_grants(by: Any, bot_uuids: Iterable[str]) -> list[str]:
+    """Sorted, validated bot_uuids ([] = every bot); a limited admin grants only within its own bots."""
+    wanted = [bot for bot in bot_uuids if bot.strip()]
+    bots = sorted(validate_bot_uuids(wanted)) if wanted else []
+    limits = roles.allowed_bots(by)
+    if limits is not None and (not bots or not set(bots) <= limits):
+        raise PermissionDenied("an admin limited to some bots grants only those bots")
+    return bots
+
+
+def _set_role_group(user: User, role: str) -> None:
+    user.groups.remove(*Group.objects.filter(name__in=roles.ROLES))
+    user.groups.add(Group.objects.get(name=role))
+
+
+def _set_grant_rows(user: User, bots: list[str]) -> None:
+    BotGrant.objects.filter(user=user).exclude(bot_uuid__in=bots).delete()
+    for bot in bots:
+        BotGrant.objects.get_or_create(user=user, bot_uuid=bot)
+
+
+def _record(operation: str, by: Any, user: User, summary: str, before: Any, after: Any) -> None:
+    audit.append(
+        operation,
+        actor_for(by),
+        target_type="user",
+        target_id=str(user.pk),
+        summary=summary,
+        before=before,
+        after=after,
+    )
+
+
+def create_user(by: Any, username: str, password: str, role: str, bot_uuids: Iterable[str] = ()) -> User:
+    """A new active console user (never staff nor superuser) with its role and grants. Audited."""
+    username = (username or "").strip()
+    if not username or len(username) > MAX_USERNAME:
+        raise ValidationError(f"a username is 1 to {MAX_USERNAME} characters", field="username")
+    role = _clean_role(role)
+    bots = _clean_grants(by, bot_uuids)
+    with transaction.atomic():
+        if User.objects.filter(username=username).exists():
+            raise ValidationError("a user with this username already exists", field="username")
+        user = User.objects.create_user(username, password=password, is_staff=False, is_superuser=False)
+        _set_role_group(user, role)
+        _set_grant_rows(user, bots)
+        after = {"username": username, "role": role, "bot_uuids": bots, "is_active": True}
+        _record("user_create", by, user, f"user {username!r} created ({role})", None, after)
+    return user
+
+
+def set_role(by: Any, user: User, role: str) -> bool:
+    """Give `user` exactly this console role. False when it already had it. Audited."""
+    _require_change(by, user)
+    role = _clean_role(role)
+    with transaction.atomic():
+        before = role_of(user)
+        if before == role:
+            return False
+        _set_role_group(user, role)
+        _record(
+            "user_role",
+            by,
+            user,
+            f"user {user.username!r}: role {before or '-'} → {role}",
+            {"role": before},
+            {"role": role},
+        )
+    return True
+
+
+def set_grants(by: Any, user: User, bot_uuids: Iterable[str]) -> bool:
+    """Limit `user` to these bots (none: every bot). False when nothing changed. Audited."""
+    _require_change(by, user)
+    bots = _clean_grants(by, bot_uuids)
+    with transaction.atomic():
+        before = grants_of(user)
+        if before == bots:
+            return False
+        _set_grant_rows(user, bots)
+        summary = f"user {user.username!r}: bots {', '.join(bots) or 'all'}"
+        _record("user_grants", by, user, summary, {"bot_uuids": before}, {"bot_uuids": bots})
+    return True
+
+
+def set_active(by: Any, user: User, active: bool) -> bool:
+    """Deactivate (no more logins, open sessions end) or reactivate `user`. False when unchanged. Audited."""
+    _require_change(by, user)
+    if not active and user.pk == by.pk:
+        raise ValidationError("you cannot deactivate your own account", field="active")
+    with transaction.atomic():
+        if user.is_active == active:
+            return False
+        user.is_active = active
+        user.save(update_fields=["is_active"])
+        state = "reactivated" if active else "deactivated"
+        _record(
+            "user_active", by, user, f"user {user.username!r} {state}", {"is_active": not active}, {"is_active": active}
+        )
+    return True
+
+
+def change_password(user: User, password: str) -> None:
+    """Set a user's own new password (already validated by the form). Audited, without the password."""
+    with transaction.atomic():
+        user.set_password(password)
+        user.save(update_fields=["password"])
+        _record("password_change", user, user, f"user {user.username!r} changed their password", None, None)

@@ -1,0 +1,245 @@
+"""The Users screen and one's own password: creating users, setting their role and bot grants,
+deactivating them, all audited; never superuser or staff, a superuser's account changed only by a
+superuser, and an admin limited to some bots kept to users of those bots."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.test import Client
+
+from memconsole.memory import accounts
+from memconsole.memory.errors import PermissionDenied
+from memconsole.memory.models import AuditEntry, BotGrant
+from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
+from tests.conftest import PASSWORD
+
+from .conftest import htmx
+
+pytestmark = pytest.mark.django_db
+
+NEW_PASSWORD = "x-Fresh-Account-7"
+
+
+def new_user(username: str = "carol", **extra: str) -> dict[str, str]:
+    return {"username": username, "password1": NEW_PASSWORD, "password2": NEW_PASSWORD, "role": VIEWER, **extra}
+
+
+def logs_in(username: str, password: str) -> bool:
+    response = Client().post("/accounts/login/", {"username": username, "password": password})
+    return response.status_code == 302
+
+
+def role_names(user: User) -> list[str]:
+    return sorted(user.groups.values_list("name", flat=True))
+
+
+@pytest.fixture
+def superuser(db):
+    return User.objects.create_superuser("root", password=PASSWORD)
+
+
+@pytest.fixture
+def limited_admin(db):
+    user = User.objects.create_user("limited-admin", password=PASSWORD)
+    user.groups.add(Group.objects.get(name=ADMIN))
+    BotGrant.objects.create(user=user, bot_uuid="bot-b")
+    return user
+
+
+def test_it_lists_the_users_with_role_bots_and_state(admin_client_, url, viewer, granted_viewer):
+    page = admin_client_.get(url("users")).content.decode()
+    assert "granted" in page and "<code>bot-b</code>" in page and "every bot" in page
+    assert "Viewer" in page and "Admin" in page and "Create a user" in page
+
+
+def test_it_creates_a_user_with_a_role_and_bots_never_staff(admin_client_, url):
+    data = new_user(bot_uuids="bot-a\nbot-b", is_superuser="on", is_staff="on")
+    response = admin_client_.post(url("users"), data)
+    user = User.objects.get(username="carol")
+    assert response.status_code == 302 and response["Location"] == url("user_detail", user.pk)
+    assert (user.is_superuser, user.is_staff, user.is_active) == (False, False, True)
+    assert role_names(user) == [VIEWER] and accounts.grants_of(user) == ["bot-a", "bot-b"]
+    assert logs_in("carol", NEW_PASSWORD)
+    entry = AuditEntry.objects.get(operation="user_create")
+    assert entry.actor == "user:admin" and entry.target_type == "user" and entry.target_id == str(user.pk)
+    assert NEW_PASSWORD not in str(entry.payload)
+
+
+@pytest.mark.parametrize(
+    ("data", "error"),
+    [
+        (new_user(password2="something-else-9"), "The two passwords differ."),
+        (new_user(password1="123", password2="123"), "This password is too short"),
+        (new_user(username="viewer"), "A user with this username already exists."),
+        (new_user(username="no spaces"), "Enter a valid username"),
+        (new_user(role="superuser"), "Select a valid choice"),
+    ],
+)
+def test_it_refuses_a_bad_new_user_with_the_reason(admin_client_, url, viewer, data, error):
+    response = admin_client_.post(url("users"), data)
+    assert response.status_code == 400 and error in response.content.decode()
+    assert not AuditEntry.objects.filter(operation="user_create").exists()
+
+
+def test_it_answers_htmx_with_the_users_fragment(admin_client_, url):
+    response = admin_client_.post(url("users"), new_user(password2="differs-9"), **htmx("users"))
+    html = response.content.decode()
+    assert response.status_code == 400 and html.lstrip().startswith('<div id="users"') and "<html" not in html
+
+
+def test_it_sets_a_role_and_audits_before_and_after(admin_client_, url, viewer):
+    response = admin_client_.post(url("user_role", viewer.pk), {"role": OPERATOR})
+    assert response.status_code == 302 and role_names(viewer) == [OPERATOR]
+    entry = AuditEntry.objects.get(operation="user_role")
+    assert (entry.payload["before"], entry.payload["after"]) == ({"role": VIEWER}, {"role": OPERATOR})
+    admin_client_.post(url("user_role", viewer.pk), {"role": OPERATOR})  # unchanged: not audited again
+    assert AuditEntry.objects.filter(operation="user_role").count() == 1
+
+
+def test_it_answers_an_htmx_change_with_the_user_fragment(admin_client_, url, viewer):
+    response = admin_client_.post(url("user_role", viewer.pk), {"role": ADMIN}, **htmx("user-detail"))
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="user-detail"') and "<html" not in html
+    assert "The role of viewer is changed." in html
+
+
+def test_it_refuses_an_unknown_role(admin_client_, url, viewer):
+    response = admin_client_.post(url("user_role", viewer.pk), {"role": "root"})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert role_names(viewer) == [VIEWER]
+
+
+def test_it_grants_bots_and_lifts_the_limit(admin_client_, url, viewer):
+    admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bot-a, bot-b"})
+    assert accounts.grants_of(viewer) == ["bot-a", "bot-b"]
+    admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": ""})
+    assert accounts.grants_of(viewer) == []
+    entries = AuditEntry.objects.filter(operation="user_grants").order_by("seq")
+    assert [e.payload["after"]["bot_uuids"] for e in entries] == [["bot-a", "bot-b"], []]
+    response = admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bad bot"})
+    assert response.status_code == 400 and "Each bot is a bot UUID" in response.content.decode()
+
+
+def test_it_deactivates_and_reactivates_an_account(admin_client_, url, viewer, client_for):
+    session = client_for(viewer)
+    assert admin_client_.post(url("user_active", viewer.pk), {"active": "0"}).status_code == 302
+    viewer.refresh_from_db()
+    assert not viewer.is_active
+    assert session.get(url("overview"))["Location"].startswith("/accounts/login/")  # its session has ended
+    assert not logs_in("viewer", PASSWORD)
+    admin_client_.post(url("user_active", viewer.pk), {"active": "1"})
+    viewer.refresh_from_db()
+    assert viewer.is_active
+    assert [e.payload["after"] for e in AuditEntry.objects.filter(operation="user_active").order_by("seq")] == [
+        {"is_active": False},
+        {"is_active": True},
+    ]
+    assert admin_client_.post(url("user_active", viewer.pk), {"active": "maybe"}).status_code == 400
+
+
+def test_it_refuses_to_deactivate_ones_own_account(admin_client_, url, admin_user):
+    page = admin_client_.get(url("user_detail", admin_user.pk)).content.decode()
+    assert "You cannot deactivate your own account." in page
+    response = admin_client_.post(url("user_active", admin_user.pk), {"active": "0"})
+    assert response.status_code == 400 and "you cannot deactivate your own account" in response.content.decode()
+    admin_user.refresh_from_db()
+    assert admin_user.is_active
+
+
+def test_it_lets_no_console_admin_change_a_superuser(admin_client_, url, superuser):
+    page = admin_client_.get(url("user_detail", superuser.pk)).content.decode()
+    assert "only a superuser may change it" in page and "Set role" not in page
+    for name, data in (("user_role", {"role": VIEWER}), ("user_grants", {"bot_uuids": "bot-a"})):
+        assert admin_client_.post(url(name, superuser.pk), data).status_code == 403
+    assert admin_client_.post(url("user_active", superuser.pk), {"active": "0"}).status_code == 403
+    superuser.refresh_from_db()
+    assert superuser.is_active and superuser.is_superuser and not superuser.bot_grants.exists()
+    assert not AuditEntry.objects.filter(target_type="user").exists()
+
+
+def test_it_lets_a_superuser_change_accounts_but_not_make_superusers(client_for, url, superuser, viewer):
+    root = client_for(superuser)
+    assert root.post(url("user_role", viewer.pk), {"role": ADMIN, "is_superuser": "on"}).status_code == 302
+    viewer.refresh_from_db()
+    assert role_names(viewer) == [ADMIN] and not viewer.is_superuser and not viewer.is_staff
+
+
+def test_it_keeps_an_admin_limited_to_some_bots_to_users_of_those_bots(client_for, url, limited_admin, viewer):
+    client = client_for(limited_admin)
+    bot_b_user = accounts.create_user(limited_admin, "bob-b", NEW_PASSWORD, VIEWER, ["bot-b"])
+    page = client.get(url("users")).content.decode()
+    assert "bob-b" in page and ">viewer<" not in page  # the viewer sees every bot: not this admin's to manage
+    assert client.get(url("user_detail", viewer.pk)).status_code == 404
+    assert client.post(url("user_role", viewer.pk), {"role": ADMIN}).status_code == 404
+    response = client.post(url("users"), new_user("dave"))
+    assert response.status_code == 400 and "Name at least one of your bots: bot-b." in response.content.decode()
+    response = client.post(url("user_grants", bot_b_user.pk), {"bot_uuids": "bot-a"})
+    assert response.status_code == 400 and "You have no access to bot bot-a" in response.content.decode()
+    assert client.post(url("users"), new_user("dave", bot_uuids="bot-b")).status_code == 302
+    with pytest.raises(PermissionDenied):  # the domain keeps the rule too
+        accounts.set_grants(limited_admin, bot_b_user, [])
+
+
+@pytest.mark.parametrize("client_name", ["viewer_client", "operator_client"])
+def test_it_refuses_the_users_screen_to_roles_below_admin(request, url, client_name, viewer):
+    client = request.getfixturevalue(client_name)
+    assert client.get(url("users")).status_code == 403
+    assert client.get(url("user_detail", viewer.pk)).status_code == 403
+    assert client.post(url("users"), new_user()).status_code == 403
+    assert client.post(url("user_role", viewer.pk), {"role": ADMIN}).status_code == 403
+    assert role_names(viewer) == [VIEWER] and not User.objects.filter(username="carol").exists()
+
+
+def test_it_sends_anonymous_callers_to_the_login_and_404s_unknown_users(client, admin_client_, url):
+    assert client.get(url("users"))["Location"].startswith("/accounts/login/")
+    assert client.post(url("user_role", 1), {"role": ADMIN})["Location"].startswith("/accounts/login/")
+    assert admin_client_.get(url("user_detail", 999_999)).status_code == 404
+    assert admin_client_.get(url("user_role", 1)).status_code == 405
+
+
+def test_it_enforces_csrf_on_user_changes(client_for, admin_user, url, viewer):
+    client = client_for(admin_user, enforce_csrf_checks=True)
+    assert client.post(url("users"), new_user()).status_code == 403
+    assert client.post(url("user_role", viewer.pk), {"role": ADMIN}).status_code == 403
+    assert role_names(viewer) == [VIEWER] and not AuditEntry.objects.exists()
+
+
+# --- one's own password -------------------------------------------------------------------------
+
+
+def test_it_changes_ones_password_in_the_consoles_look_and_audits_it(viewer_client, viewer):
+    page = viewer_client.get("/accounts/password_change/").content.decode()
+    assert 'class="brand"' in page and "Change your password" in page and "Django administration" not in page
+    form = {"old_password": PASSWORD, "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}
+    response = viewer_client.post("/accounts/password_change/", form)
+    assert response.status_code == 302 and response["Location"] == "/accounts/password_change/done/"
+    viewer.refresh_from_db()
+    assert viewer.check_password(NEW_PASSWORD)
+    assert viewer_client.get("/").status_code == 200  # this session stays logged in
+    assert "Your password is changed." in viewer_client.get(response["Location"]).content.decode()
+    entry = AuditEntry.objects.get(operation="password_change")
+    assert entry.actor == "user:viewer" and NEW_PASSWORD not in str(entry.payload)
+
+
+def test_it_refuses_a_wrong_old_password_with_400(viewer_client, viewer):
+    form = {"old_password": "wrong", "new_password1": NEW_PASSWORD, "new_password2": NEW_PASSWORD}
+    response = viewer_client.post("/accounts/password_change/", form)
+    assert response.status_code == 400 and "Your old password was entered incorrectly" in response.content.decode()
+    assert not AuditEntry.objects.filter(operation="password_change").exists()
+
+
+# --- navigation ---------------------------------------------------------------------------------
+
+
+def test_it_links_the_admin_screens_by_role_and_django_admin_for_superusers_only(
+    client_for, viewer_client, admin_client_, superuser
+):
+    viewer_page = viewer_client.get("/").content.decode()
+    assert 'href="/audit/"' in viewer_page and 'class="whoami" href="/accounts/password_change/"' in viewer_page
+    account = viewer_client.get("/accounts/password_change/").content.decode()
+    assert 'href="/users/"' not in account and 'href="/tokens/"' not in account and 'href="/admin/"' not in account
+    account = admin_client_.get("/accounts/password_change/").content.decode()
+    assert 'href="/users/"' in account and 'href="/tokens/"' in account and 'href="/admin/"' not in account
+    assert 'href="/admin/"' not in admin_client_.get("/").content.decode()
+    assert 'href="/admin/"' in client_for(superuser).get("/accounts/password_change/").content.decode()
