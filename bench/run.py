@@ -6,7 +6,8 @@
     make bench BENCH_ARGS="--episodes 1000000 --size reindex=100000 --size api_load=5000 --wait-quiet 3600"
 
 `--episodes N` (default 100,000) sets the scale: the episode list and the export use N episodes,
-search a tenth, reindex and the API load test a twentieth, batched ingest a fiftieth; embedding
+search a tenth, reindex, the API load test and the retrieval-quality group chat's filler a twentieth
+(`--size recall_quality=30000` is the issue's latency size), batched ingest a fiftieth; embedding
 throughput always uses 2,000 texts. Each benchmark prints its table; the records go to
 bench/results/latest.json (started afresh by every run), the machine and load to
 bench/results/run.json, and a summary is printed at the end.
@@ -30,7 +31,7 @@ if str(ROOT) not in sys.path:
 
 from bench import harness  # noqa: E402
 
-BENCHMARKS = ["embedding", "search", "episode_list", "export", "ingest", "reindex", "api_load"]
+BENCHMARKS = ["embedding", "search", "episode_list", "export", "ingest", "reindex", "api_load", "recall_quality"]
 
 
 def commands(n: int) -> dict[str, list[str]]:
@@ -42,6 +43,7 @@ def commands(n: int) -> dict[str, list[str]]:
         "ingest": ["--episodes", str(max(500, n // 50)), "--remember", "300"],
         "reindex": ["--episodes", str(max(500, n // 20))],
         "api_load": ["--episodes", str(max(1000, n // 20)), "--backend", "all"],
+        "recall_quality": ["--episodes", str(max(2000, n // 20))],
     }
 
 

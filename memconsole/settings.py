@@ -268,8 +268,12 @@ CHROMA_HOST = env("CHROMA_HOST") or ""
 CHROMA_PORT = envint("CHROMA_PORT", 8000, minimum=1)
 CHROMA_SSL = envbool("CHROMA_SSL", False)
 
+# A name of lib/embeddings.REGISTRY (an unknown one fails at the first embedding, naming the choices).
+MEMCONSOLE_EMBEDDING_MODEL = env("MEMCONSOLE_EMBEDDING_MODEL") or "all-MiniLM-L6-v2"
+if not MEMCONSOLE_EMBEDDING_MODEL.replace("-", "").replace(".", "").replace("_", "").isalnum():
+    raise ImproperlyConfigured(f"MEMCONSOLE_EMBEDDING_MODEL={MEMCONSOLE_EMBEDDING_MODEL!r} is not a model name")
 _model_dir = env("MEMCONSOLE_MODEL_DIR")
-MEMCONSOLE_MODEL_DIR = Path(_model_dir) if _model_dir else VAR_DIR / "models" / "all-MiniLM-L6-v2"
+MEMCONSOLE_MODEL_DIR = Path(_model_dir) if _model_dir else VAR_DIR / "models" / MEMCONSOLE_EMBEDDING_MODEL
 
 MEMCONSOLE_FERNET_KEYS = envlist("MEMCONSOLE_FERNET_KEYS")
 MEMCONSOLE_AUDIT_KEY = env("MEMCONSOLE_AUDIT_KEY") or ""

@@ -60,7 +60,8 @@ def recall(request: HttpRequest, payload: Annotated[RecallRequest, JsonBody(...)
     return {"episodes": [hit.as_dict() for hit in hits]}
 
 
-def _profile(profile_type: str, sender_id: str, data: dict[str, Any], row: ProfileRow | None) -> dict[str, Any]:
+def profile_answer(profile_type: str, sender_id: str, data: dict[str, Any], row: ProfileRow | None) -> dict[str, Any]:
+    """The answer that reads a profile (the API's and the MCP tools')."""
     return {
         "type": profile_type,
         "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
@@ -83,14 +84,14 @@ def get_profile(request: HttpRequest, params: Annotated[ProfileQuery, StrictQuer
     keys = scope_for(request, *params.scope())
     profile_type, sender_id = params.type or PROFILE_SESSION, params.sender_id or ""
     data, row = profiles.get_profile(keys, profile_type, sender_id)
-    return _profile(profile_type, sender_id, data, row)
+    return profile_answer(profile_type, sender_id, data, row)
 
 
 def profile_change_answer(profile_type: str, sender_id: str, change: profiles.ProfileChange) -> dict[str, Any]:
     """The answer to a profile update: the profile after it, what a full profile evicted, what was cut."""
     row = change.profile
     return {
-        **_profile(profile_type, sender_id, row.payload, row),
+        **profile_answer(profile_type, sender_id, row.payload, row),
         "evicted": {"traits": change.evicted.get("traits", []), "preferences": change.evicted.get("preferences", [])},
         "adjusted": change.adjusted,
     }

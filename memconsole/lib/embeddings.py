@@ -1,12 +1,19 @@
-"""Sentence embeddings: all-MiniLM-L6-v2 through onnxruntime and `tokenizers` (384 dimensions).
+"""Sentence embeddings through onnxruntime and `tokenizers`, from a small registry of models.
+
+MEMCONSOLE_EMBEDDING_MODEL names the model (`REGISTRY`: all-MiniLM-L6-v2, the default, English;
+paraphrase-multilingual-MiniLM-L12-v2; multilingual-e5-small), each with its dimension, pooling,
+token window, query/passage prefixes and the files `fetch_model` downloads with their sha256 pins.
 
 Texts are batched with dynamic padding (each batch is padded to its longest member, texts sorted by
-length first), mean-pooled over the attention mask and L2-normalised, so the vectors match
-sentence-transformers' and chromadb's `ONNXMiniLM_L6_V2` (which pads every input to 256 tokens).
+length first), pooled over the attention mask and L2-normalised; for all-MiniLM-L6-v2 the vectors
+match sentence-transformers' and chromadb's `ONNXMiniLM_L6_V2` (which pads every input to 256 tokens).
+`embed(texts, kind="query")` (or `embed_query`) marks search queries, for models such as e5 that
+embed queries and passages with different prefixes; stored episodes are passages (the default).
 
 The model is loaded lazily from MEMCONSOLE_MODEL_DIR (`model.onnx` or `onnx/model.onnx`, and
-`tokenizer.json`). Without a model, a deterministic lexical embedder keeps the product working;
-its vectors are a different space, recorded as the model id "lexical-fallback-v1".
+`tokenizer.json`). Its id, recorded on collections and rows, names the model and its file's sha256,
+so a switch of model is detected. Without a model, a deterministic lexical embedder keeps the
+product working; its vectors are a different space, recorded as the model id "lexical-fallback-v1".
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import threading
 import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import onnxruntime
@@ -29,14 +37,140 @@ from . import metrics
 
 log = logging.getLogger("memconsole.embeddings")
 
-DIMENSIONS = 384
-MAX_TOKENS = 256
+DIMENSIONS = 384  # every model of the registry, and the lexical fallback
 BATCH_SIZE = 32
 FALLBACK_ID = "lexical-fallback-v1"
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+Kind = Literal["query", "passage"]
+Pooling = Literal["mean", "cls"]
 
 
 class EmbeddingError(Exception):
-    """The model folder exists but cannot be loaded."""
+    """The model folder exists but cannot be loaded, or the configured model is unknown."""
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One file `fetch_model` downloads: `path` in the Hugging Face repository `repo` at `revision`,
+    installed as `name`. `sha256` None means no published pin was found: not installed without
+    `fetch_model --allow-unpinned`."""
+
+    name: str
+    repo: str
+    revision: str
+    path: str
+    sha256: str | None
+    source: str  # where the pin comes from, or why there is none
+
+    @property
+    def url_path(self) -> str:
+        return f"{self.repo}/resolve/{self.revision}/{self.path}"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    id_prefix: str  # the model id is f"{id_prefix}-{sha256(model.onnx)[:16]}"
+    dimensions: int
+    pooling: Pooling
+    max_tokens: int
+    query_prefix: str = ""
+    passage_prefix: str = ""
+    languages: str = ""
+    files: tuple[ModelFile, ...] = ()
+    notes: str = ""
+
+    def prefix(self, kind: Kind) -> str:
+        return self.query_prefix if kind == "query" else self.passage_prefix
+
+
+_E5_REVISION = "761b726dd34fb83930e26aab4e9ac3899aa1fa78"
+REGISTRY: dict[str, ModelSpec] = {
+    spec.name: spec
+    for spec in (
+        ModelSpec(
+            name=DEFAULT_MODEL,
+            # "minilm-" keeps the ids of every index built before the registry: no reindex on upgrade.
+            id_prefix="minilm",
+            dimensions=384,
+            pooling="mean",
+            max_tokens=256,
+            languages="English",
+            notes="Installed by `fetch_model` from chromadb's pinned onnx.tar.gz archive (fetch_model.MODEL_SHA256).",
+        ),
+        ModelSpec(
+            name="paraphrase-multilingual-MiniLM-L12-v2",
+            id_prefix="paraphrase-multilingual-minilm-l12-v2",
+            dimensions=384,
+            pooling="mean",
+            max_tokens=128,  # the model's max_seq_length
+            languages="50+ languages, among them Chinese and Spanish",
+            files=(
+                ModelFile(
+                    name="model.onnx",
+                    repo="Xenova/paraphrase-multilingual-MiniLM-L12-v2",
+                    revision="main",
+                    path="onnx/model_quantized.onnx",
+                    sha256=None,
+                    source="no published sha256 of this ONNX file (nor a commit to pin) was found; "
+                    "`fetch_model --allow-unpinned` installs it and prints the sha256 it got",
+                ),
+                ModelFile(
+                    name="tokenizer.json",
+                    repo="sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+                    revision="main",
+                    path="tokenizer.json",
+                    sha256="2c3387be76557bd40970cec13153b3bbf80407865484b209e655e5e4729076b8",
+                    source="Git LFS sha256 of the repository's tokenizer.json, as shown by Hugging Face for "
+                    "duplicates of sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2",
+                ),
+            ),
+            notes="Mean pooling; sentence-transformers does not normalise it, memconsole does (cosine is unchanged).",
+        ),
+        ModelSpec(
+            name="multilingual-e5-small",
+            id_prefix="multilingual-e5-small",
+            dimensions=384,
+            pooling="mean",
+            max_tokens=512,
+            query_prefix="query: ",
+            passage_prefix="passage: ",
+            languages="about 100 languages, among them Chinese and Spanish",
+            files=(
+                ModelFile(
+                    name="model.onnx",
+                    repo="Xenova/multilingual-e5-small",
+                    revision=_E5_REVISION,
+                    path="onnx/model_quantized.onnx",
+                    sha256="f80102d3f2a1229f387d3c81909990d8945513e347b0eab049f7de3c6f98c193",
+                    source="Git LFS sha256 shown by Hugging Face for Xenova/multilingual-e5-small onnx/model_quantized.onnx",
+                ),
+                ModelFile(
+                    name="tokenizer.json",
+                    repo="Xenova/multilingual-e5-small",
+                    revision=_E5_REVISION,
+                    path="tokenizer.json",
+                    sha256="0b44a9d7b51c3c62626640cda0e2c2f70fdacdc25bbbd68038369d14ebdf4c39",
+                    source="Git LFS sha256 shown by Hugging Face for this tokenizer.json (the same file as "
+                    "intfloat/multilingual-e5-small onnx/tokenizer.json)",
+                ),
+            ),
+            notes="Queries are embedded as 'query: ...' and episodes as 'passage: ...'; mean pooling, normalised.",
+        ),
+    )
+}
+
+
+def model_spec(name: str | None = None) -> ModelSpec:
+    """The registry entry for `name` (default: MEMCONSOLE_EMBEDDING_MODEL)."""
+    name = name or settings.MEMCONSOLE_EMBEDDING_MODEL
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise EmbeddingError(
+            f"unknown embedding model {name!r} (MEMCONSOLE_EMBEDDING_MODEL); choose one of {', '.join(REGISTRY)}"
+        ) from None
 
 
 @dataclass(frozen=True)
@@ -62,7 +196,8 @@ def file_sha256(path: Path) -> str:
 
 
 class OnnxEmbedder:
-    def __init__(self, files: ModelFiles) -> None:
+    def __init__(self, files: ModelFiles, spec: ModelSpec | None = None) -> None:
+        self.spec = spec or REGISTRY[DEFAULT_MODEL]
         try:
             self.tokenizer = Tokenizer.from_file(str(files.tokenizer))
             options = onnxruntime.SessionOptions()
@@ -73,17 +208,21 @@ class OnnxEmbedder:
         except Exception as exc:  # onnxruntime and tokenizers raise their own untyped errors
             raise EmbeddingError(f"cannot load the embedding model from {files.onnx.parent}: {exc}") from exc
         self.tokenizer.no_padding()
-        self.tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self.tokenizer.enable_truncation(max_length=self.spec.max_tokens)
         self.input_names = {node.name for node in self.session.get_inputs()}
-        self.model_id = "minilm-" + file_sha256(files.onnx)[:16]
+        outputs = [node.name for node in self.session.get_outputs()]
+        self.output_index = outputs.index("last_hidden_state") if "last_hidden_state" in outputs else 0
+        self.model_id = f"{self.spec.id_prefix}-{file_sha256(files.onnx)[:16]}"
         self.is_fallback = False
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], kind: Kind = "passage") -> np.ndarray:
+        dimensions = self.spec.dimensions
         if not texts:
-            return np.zeros((0, DIMENSIONS), dtype=np.float32)
-        encodings = self.tokenizer.encode_batch(texts)
+            return np.zeros((0, dimensions), dtype=np.float32)
+        prefix = self.spec.prefix(kind)
+        encodings = self.tokenizer.encode_batch([prefix + text for text in texts] if prefix else texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.empty((len(texts), DIMENSIONS), dtype=np.float32)
+        out = np.empty((len(texts), dimensions), dtype=np.float32)
         for start in range(0, len(order), BATCH_SIZE):
             batch = order[start : start + BATCH_SIZE]
             width = max(len(encodings[i].ids) for i in batch)
@@ -96,9 +235,17 @@ class OnnxEmbedder:
             feed = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self.input_names:
                 feed["token_type_ids"] = np.zeros_like(ids)
-            hidden = self.session.run(None, feed)[0]
-            weights = mask[:, :, None].astype(np.float32)
-            pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+            hidden = self.session.run(None, feed)[self.output_index]
+            if hidden.ndim != 3 or hidden.shape[-1] != dimensions:
+                raise EmbeddingError(
+                    f"the model {self.spec.name} gave vectors of shape {hidden.shape}, not (batch, tokens, "
+                    f"{dimensions}): is MEMCONSOLE_MODEL_DIR the folder of this model?"
+                )
+            if self.spec.pooling == "cls":
+                pooled = hidden[:, 0, :]
+            else:
+                weights = mask[:, :, None].astype(np.float32)
+                pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
             norms = np.linalg.norm(pooled, axis=1, keepdims=True)
             out[batch] = pooled / np.clip(norms, 1e-12, None)
         return out
@@ -122,7 +269,8 @@ class LexicalEmbedder:
             features.extend("c:" + padded[i : i + 3] for i in range(max(1, len(padded) - 2)))
         return features
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed(self, texts: list[str], kind: Kind = "passage") -> np.ndarray:
+        """`kind` makes no difference here: words are matched alike in queries and passages."""
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
         for row, text in enumerate(texts):
             for feature in self._features(text):
@@ -138,33 +286,43 @@ class LexicalEmbedder:
 
 _lock = threading.Lock()
 _embedder: OnnxEmbedder | LexicalEmbedder | None = None
-_embedder_dir: Path | None = None
+_embedder_key: tuple[Path, str] | None = None
 
 
 def get_embedder() -> OnnxEmbedder | LexicalEmbedder:
-    """The process-wide embedder for MEMCONSOLE_MODEL_DIR, built on first use."""
-    global _embedder, _embedder_dir
+    """The process-wide embedder for MEMCONSOLE_EMBEDDING_MODEL in MEMCONSOLE_MODEL_DIR, built on first use."""
+    global _embedder, _embedder_key
     model_dir = Path(settings.MEMCONSOLE_MODEL_DIR)
+    key = (model_dir, settings.MEMCONSOLE_EMBEDDING_MODEL)
     with _lock:
-        if _embedder is None or _embedder_dir != model_dir:
+        if _embedder is None or _embedder_key != key:
+            spec = model_spec(key[1])
             files = find_model_files(model_dir)
             if files is None:
                 log.warning(
                     "No embedding model in %s (MEMCONSOLE_MODEL_DIR): using the lexical fallback, which "
-                    "matches words, not meaning. Run `python manage.py fetch_model` or point "
-                    "MEMCONSOLE_MODEL_DIR at an all-MiniLM-L6-v2 folder.",
+                    "matches words, not meaning. Run `python manage.py fetch_model --model %s` or point "
+                    "MEMCONSOLE_MODEL_DIR at a %s folder.",
                     model_dir,
+                    spec.name,
+                    spec.name,
                 )
                 _embedder = LexicalEmbedder()
             else:
-                _embedder = OnnxEmbedder(files)
-            _embedder_dir = model_dir
+                _embedder = OnnxEmbedder(files, spec)
+            _embedder_key = key
         return _embedder
 
 
-def embed(texts: list[str]) -> np.ndarray:
+def embed(texts: list[str], kind: Kind = "passage") -> np.ndarray:
+    """Unit vectors for `texts`; `kind="query"` for a search query, "passage" for what is stored."""
     with metrics.embedding(len(texts)):
-        return get_embedder().embed(texts)
+        return get_embedder().embed(texts, kind=kind)
+
+
+def embed_query(texts: list[str]) -> np.ndarray:
+    """Vectors for search queries (the model's query prefix, if it has one)."""
+    return embed(texts, kind="query")
 
 
 def current_model_id() -> str:

@@ -24,7 +24,7 @@ from django.db import DatabaseError
 from pydantic import BaseModel, ConfigDict, Field, Strict
 from pydantic import ValidationError as ArgumentError
 
-from memconsole.api.endpoints import profile_change_answer
+from memconsole.api.endpoints import profile_answer, profile_change_answer
 from memconsole.api.errors import refusal
 from memconsole.api.schemas import (
     ForgetRequest,
@@ -39,7 +39,7 @@ from memconsole.api.site import UNAVAILABLE
 from memconsole.memory import episodes, injection, profiles, queries, retrieval
 from memconsole.memory.audit import Actor
 from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
-from memconsole.memory.models import PROFILE_SESSION, Profile
+from memconsole.memory.models import PROFILE_SESSION
 from memconsole.memory.scopes import ScopeKeys, derive_scope
 from memconsole.memory.validation import MAX_LIST_LIMIT
 
@@ -102,25 +102,11 @@ def _forget(actor: Actor, request: ForgetRequest) -> dict[str, Any]:
     return {"deleted": True}
 
 
-def _profile(profile_type: str, sender_id: str, data: dict[str, Any], row: Profile | None) -> dict[str, Any]:
-    """The JSON API's profile answer."""
-    return {
-        "type": profile_type,
-        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
-        "name": data.get("name", ""),
-        "traits": data.get("traits", []),
-        "preferences": data.get("preferences", []),
-        "notes": data.get("notes", ""),
-        "version": row.version if row else 0,
-        "updated_at": _iso(row.updated_at) if row else None,
-    }
-
-
 def _get_profile(actor: Actor, request: ProfileQuery) -> dict[str, Any]:
     keys = scope_for(actor, request)
     profile_type, sender_id = request.type or PROFILE_SESSION, request.sender_id or ""
     data, row = profiles.get_profile(keys, profile_type, sender_id)
-    return _profile(profile_type, sender_id, data, row)
+    return profile_answer(profile_type, sender_id, data, row)
 
 
 def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, Any]:

@@ -227,6 +227,22 @@ class ChainReport(Report):
         return f"audit chain broken at entry #{self.broken_seq} ({self.broken_audit_id}): {self.reason}"
 
 
+def entry_problem(entry: AuditEntry, previous_hash: str) -> str | None:
+    """Why this entry breaks the chain after an entry whose hash is `previous_hash`, or None."""
+    if entry.prev_hash != previous_hash:
+        return "does not link to the previous entry"
+    if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
+        return "its fields were changed"
+    if not entry.redacted:
+        try:
+            payload = entry.payload
+        except Exception as exc:  # undecryptable or malformed payload is a broken entry
+            return f"payload unreadable: {exc}"
+        if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
+            return "its payload was changed"
+    return None
+
+
 def verify_audit_chain(batch: int = 2000) -> ChainReport:
     """Walk the whole chain; return OK or the first broken link and why."""
     expected_prev = GENESIS
@@ -240,17 +256,8 @@ def verify_audit_chain(batch: int = 2000) -> ChainReport:
         for entry in rows:
             if entry.seq != expected_seq:
                 return ChainReport(False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)")
-            if entry.prev_hash != expected_prev:
-                return ChainReport(False, checked, entry.seq, entry.audit_id, "does not link to the previous entry")
-            if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
-                return ChainReport(False, checked, entry.seq, entry.audit_id, "its fields were changed")
-            if not entry.redacted:
-                try:
-                    payload = entry.payload
-                except Exception as exc:  # undecryptable or malformed payload is a broken entry
-                    return ChainReport(False, checked, entry.seq, entry.audit_id, f"payload unreadable: {exc}")
-                if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
-                    return ChainReport(False, checked, entry.seq, entry.audit_id, "its payload was changed")
+            if problem := entry_problem(entry, expected_prev):
+                return ChainReport(False, checked, entry.seq, entry.audit_id, problem)
             expected_prev = entry.entry_hash
             expected_seq += 1
             last_seq = entry.seq
@@ -280,17 +287,8 @@ def verify_entries(entries: list[AuditEntry]) -> ChainReport:
     for entry in sorted(entries, key=lambda row: row.seq):
         if entry.seq - 1 not in previous:
             return ChainReport(False, checked, entry.seq - 1, None, f"entry #{entry.seq - 1} is missing (deleted)")
-        if entry.prev_hash != previous[entry.seq - 1]:
-            return ChainReport(False, checked, entry.seq, entry.audit_id, "does not link to the previous entry")
-        if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
-            return ChainReport(False, checked, entry.seq, entry.audit_id, "its fields were changed")
-        if not entry.redacted:
-            try:
-                payload = entry.payload
-            except Exception as exc:  # undecryptable or malformed payload is a broken entry
-                return ChainReport(False, checked, entry.seq, entry.audit_id, f"payload unreadable: {exc}")
-            if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
-                return ChainReport(False, checked, entry.seq, entry.audit_id, "its payload was changed")
+        if problem := entry_problem(entry, previous[entry.seq - 1]):
+            return ChainReport(False, checked, entry.seq, entry.audit_id, problem)
         checked += 1
     return ChainReport(True, checked)
 

@@ -84,7 +84,7 @@ def recall(
 def _nearest(keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter) -> tuple[list[Episode], dict[str, float]]:
     """The rows passing the filter among the query's nearest vectors, and their similarities."""
     model_id = embeddings.current_model_id()
-    vector = embeddings.embed([query])[0]
+    vector = embeddings.embed_query([query])[0]
     similarities: dict[str, float] = {}
     # Over-fetch so that re-ranking by recency and weights can lift a less similar episode.
     # When filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.

@@ -10,8 +10,8 @@ import re
 import pytest
 from django.contrib.auth.models import Group, User
 
-from memconsole.console.views import audit as audit_views
-from memconsole.memory import errors, tokens
+from memconsole.memory import errors, queries, tokens
+from memconsole.memory.audit import Actor
 from memconsole.memory.models import BotToken
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
 
@@ -116,7 +116,7 @@ def test_it_shows_the_servers_own_message_when_htmx_fails(
 ) -> None:
     page = console.page
     accept_dialogs(console)
-    tokens.create_token("support bot", ["bot-a"], tokens.Actor.system("tests"))
+    tokens.create_token("support bot", ["bot-a"], Actor.system("tests"))
     console.log_in("admin")
     console.goto("/tokens/")
     admin_user.groups.set([Group.objects.get(name=VIEWER)])  # demoted while the page is open
@@ -131,7 +131,7 @@ def test_it_shows_the_servers_own_message_when_htmx_fails(
     def failing(*args: object, **kwargs: object) -> None:
         raise errors.Unavailable("the index is down", code="vector_index")
 
-    monkeypatch.setattr(audit_views.queries, "audit_page", failing)
+    monkeypatch.setattr(queries, "audit_page", failing)
     page.get_by_label("Operation").fill("remember")
     page.get_by_role("button", name="Apply filters").click()
     expect(banner).to_contain_text("The search index cannot be reached")

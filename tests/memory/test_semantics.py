@@ -19,7 +19,9 @@ CORRECTION = "Correction: I live in Lisbon and work as a nurse now"  # ≈ 0.864
 
 
 def _last_audit() -> AuditEntry:
-    return AuditEntry.objects.order_by("-seq").first()
+    entry = AuditEntry.objects.order_by("-seq").first()
+    assert entry is not None
+    return entry
 
 
 def _status(episode: Episode) -> tuple[str, str, int]:

@@ -98,7 +98,16 @@ def hostile_world(db, system):
         keys, by_token, payload("query"), query_id=payload("qid"), sender_id=sender, sender_name=payload("sendername")
     ).snapshot
     scope = Scope.objects.get(scope_key=keys.scope_key)
-    return {"scope": scope, "episode": first, "snapshot": snapshot, "sender": sender, "keys": keys}
+    person = User.objects.create(username=payload("user")[:150], first_name=payload("first"), email="x@example.org")
+    return {
+        "scope": scope,
+        "episode": first,
+        "snapshot": snapshot,
+        "sender": sender,
+        "keys": keys,
+        "token": token,
+        "user": person,
+    }
 
 
 def addresses(world) -> list[str]:
@@ -107,6 +116,8 @@ def addresses(world) -> list[str]:
         "scope_id": scope.pk,
         "episode_id": world["episode"].episode_id,
         "snapshot_id": world["snapshot"].snapshot_id,
+        "token_id": world["token"].pk,
+        "user_id": world["user"].pk,
     }
     urls = []
     for name, converters in console_get_routes():

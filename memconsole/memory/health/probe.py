@@ -147,7 +147,7 @@ def _judge(check_id: str, leaks: list[str], missing: list[str], ok_detail: str, 
 
 def check_search(probe: Canaries) -> Check:
     model_id = embeddings.current_model_id()
-    vector = embeddings.embed([probe.query])[0]
+    vector = embeddings.embed_query([probe.query])[0]
     leaks, missing = [], []
     for label, keys, own_id, other_id in probe.sides():
         hits = vectors.query(keys.user_key, model_id, vector, SEARCH_TOP_K, include_metadata=True)
