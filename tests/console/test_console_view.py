@@ -136,7 +136,7 @@ def test_it_shows_an_undecryptable_episode_as_a_503_page_not_a_traceback(viewer_
 
 
 def test_it_answers_a_search_without_an_embedding_model_with_503(viewer_client, url, scope, monkeypatch):
-    def refuse(texts):
+    def refuse(texts, kind="passage"):
         raise embeddings.EmbeddingError("the model files are missing")
 
     monkeypatch.setattr(embeddings, "embed", refuse)

@@ -108,8 +108,11 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
             return tried(outcomes, "refused")
         stored = Episode.objects.get(episode_id=result.episode.episode_id)
         assert stored.user_key == keys.user_key
-        assert stored.content == content  # byte for byte: no escaping, trimming or truncation
-        assert (stored.sender_id, stored.sender_name, stored.importance) == (sender_id, sender_name, importance)
+        # Byte for byte but for the surrounding white space remember trims (issue 14): no escaping or
+        # truncation. An importance outside 1-5 is stored clamped, not refused (issue 14).
+        assert stored.content == content.strip()
+        clamped = min(5, max(1, importance))
+        assert (stored.sender_id, stored.sender_name, stored.importance) == (sender_id, sender_name, clamped)
         assert stored.tags == validation.validate_tags(tags)
         after = rows()
         assert after["Episode"] == before["Episode"] + 1 and after["AuditEntry"] == before["AuditEntry"] + 1
@@ -340,7 +343,8 @@ def test_it_answers_hostile_api_bodies_with_a_clear_4xx_and_writes_nothing(
             "huge integer",
             '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": ' + "9" * 5000 + "}",
         ),
-        ("negative importance", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": -1}'),
+        # A negative importance is stored clamped to 1 (issue 14); a fractional one is still refused.
+        ("fractional importance", '{"bot_uuid": "bot-a", "session_name": "g_1", "content": "x", "importance": 2.5}'),
         (
             "deep nesting",
             '{"bot_uuid": "bot-a", "session_name": "g_1", "content": ' + "[" * 50_000 + "]" * 50_000 + "}",
