@@ -38,7 +38,9 @@ def test_it_speaks_the_same_api_asynchronously(live_server, secret):
     stored, hits, profile, fetched, injection, forbidden, forgotten = anyio.run(main)
     assert stored["status"] == "active" and stored["indexed"] is True
     assert [hit["content"] for hit in hits] == ["Alice lives in Paris"]  # not the office's sushi
-    assert profile == fetched and profile["traits"] == ["calm"] and profile["version"] == 1
+    assert {key: profile[key] for key in fetched} == fetched
+    assert profile["traits"] == ["calm"] and profile["version"] == 1
+    assert profile["evicted"] == {"traits": [], "preferences": []} and profile["adjusted"] == []
     assert injection["context"]["episodes"][0]["content"] == "Alice lives in Paris"
     assert injection["context"]["speaker"] == {"id": "u1", "name": "Alice"}
     assert (forbidden.status, forbidden.code, forbidden.field) == (403, "forbidden", "bot_uuid")

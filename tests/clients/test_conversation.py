@@ -7,7 +7,7 @@ correction that supersedes an earlier fact; recall and inject are checked at eac
 from __future__ import annotations
 
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 
 import pytest
 from django.utils import timezone
@@ -15,7 +15,7 @@ from memconsole_client import MemconsoleError, MemoryClient, Retry
 
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor, verify_audit_chain
-from memconsole.memory.models import AuditEntry, InjectionSnapshot
+from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -125,16 +125,18 @@ def test_it_plays_a_conversation_through_the_client(bot):
 def test_it_raises_clear_errors_from_the_client(bot, live_server):
     _, hiking = bot
     with pytest.raises(MemconsoleError) as invalid:
-        hiking.remember("x", importance=9)
-    assert (invalid.value.status, invalid.value.code, invalid.value.field) == (422, "invalid", "importance")
+        hiking.recall("x", importance_min=9)  # a filter: 1-5 (remember's importance 9 is stored as 5)
+    assert (invalid.value.status, invalid.value.code, invalid.value.field) == (422, "invalid", "importance_min")
     with pytest.raises(MemconsoleError) as forbidden:
         MemoryClient(live_server.url, hiking.token, "bot-b", "group_100").recall("anything")
     assert (forbidden.value.status, forbidden.value.code) == (403, "forbidden")
     with pytest.raises(MemconsoleError) as unauthorized:
         MemoryClient(live_server.url, "mct_nope", "bot-a", "group_100").recall("anything")
     assert unauthorized.value.status == 401
-    with pytest.raises(ValueError, match="time zone"):
-        hiking.remember("naive", timestamp=datetime(2025, 1, 1))  # noqa: DTZ001  # naive on purpose
+    # A time without a zone is UTC, as the server reads it (it used to be refused in the client).
+    naive = hiking.remember("naive", timestamp=datetime(2025, 1, 1))  # noqa: DTZ001  # naive on purpose
+    assert hiking.recall("naive", top_k=1)[0]["episode_id"] == naive["episode_id"]
+    assert Episode.objects.get(episode_id=naive["episode_id"]).timestamp == datetime(2025, 1, 1, tzinfo=UTC)
     with pytest.raises(MemconsoleError) as unreachable:
         MemoryClient("http://127.0.0.1:9", "t", "bot-a", "g", timeout=2).recall("x")
     assert (unreachable.value.status, unreachable.value.code) == (0, "unreachable")

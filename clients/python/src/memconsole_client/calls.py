@@ -18,6 +18,7 @@ def remember(
     tags: list[str] | None,
     importance: int,
     timestamp_: datetime | str | None,
+    query_id: str | None,
 ) -> Call:
     return Call(
         "POST",
@@ -29,6 +30,7 @@ def remember(
             "tags": tags or [],
             "importance": importance,
             "timestamp": timestamp(timestamp_),
+            "query_id": query_id,
         },
     )
 
@@ -74,6 +76,8 @@ def update_profile(
     remove_traits: list[str] | None,
     add_preferences: list[str] | None,
     remove_preferences: list[str] | None,
+    append_notes: str | None,
+    if_version: int | None,
 ) -> Call:
     changes = {key: value for key, value in {"name": name, "notes": notes}.items() if value is not None}
     return Call(
@@ -87,6 +91,8 @@ def update_profile(
             "remove_traits": remove_traits,
             "add_preferences": add_preferences,
             "remove_preferences": remove_preferences,
+            "append_notes": append_notes,
+            "if_version": if_version,
         },
     )
 

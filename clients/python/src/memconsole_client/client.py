@@ -11,7 +11,7 @@ import httpx
 
 from . import calls
 from .transport import USER_AGENT, Call, Retry, api_url, decode, transport_error
-from .types import Episode, Injection, Profile, RememberResult
+from .types import Episode, Injection, Profile, ProfileUpdate, RememberResult
 
 __all__ = ["MemoryClient"]
 
@@ -88,8 +88,13 @@ class MemoryClient:
         tags: list[str] | None = None,
         importance: int = 2,
         timestamp: datetime | str | None = None,
+        query_id: str | None = None,
     ) -> RememberResult:
-        """Store an episode; returns {episode_id, status, superseded: [ids], indexed}."""
+        """Store an episode; returns {episode_id, status, superseded: [ids], indexed, importance, adjusted}.
+
+        `importance` outside 1-5 is stored clamped (the answer's `importance`, and `adjusted` names it);
+        a `timestamp` without a time zone is UTC; `query_id` names the message the memory came from.
+        """
         call = calls.remember(
             content,
             sender_id=sender_id,
@@ -97,6 +102,7 @@ class MemoryClient:
             tags=tags,
             importance=importance,
             timestamp_=timestamp,
+            query_id=query_id,
         )
         return cast(RememberResult, self._send(call))
 
@@ -140,8 +146,15 @@ class MemoryClient:
         remove_traits: list[str] | None = None,
         add_preferences: list[str] | None = None,
         remove_preferences: list[str] | None = None,
-    ) -> Profile:
-        """Change a profile; returns it after the change."""
+        append_notes: str | None = None,
+        if_version: int | None = None,
+    ) -> ProfileUpdate:
+        """Change a profile; returns it after the change, with `evicted` and `adjusted`.
+
+        `append_notes` adds a line to the notes without reading them first. With `if_version` (the
+        `version` read; 0 for no profile yet) a profile changed since is left alone and the call raises
+        `MemconsoleError` with code "conflict" and `current_version`.
+        """
         call = calls.update_profile(
             type,
             sender_id,
@@ -151,8 +164,10 @@ class MemoryClient:
             remove_traits=remove_traits,
             add_preferences=add_preferences,
             remove_preferences=remove_preferences,
+            append_notes=append_notes,
+            if_version=if_version,
         )
-        return cast(Profile, self._send(call))
+        return cast(ProfileUpdate, self._send(call))
 
     def forget(self, episode_id: str) -> bool:
         """Delete one episode of this chat's memory."""

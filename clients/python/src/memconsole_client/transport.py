@@ -37,10 +37,12 @@ def api_url(base_url: str) -> str:
 
 
 def timestamp(value: datetime | str | None) -> str | None:
+    """A request's date-time as ISO-8601. A datetime without a time zone is UTC, as the server reads
+    such a time (LangBot's rule), and is sent so: "2025-01-01T09:30:00+00:00"."""
     if value is None or isinstance(value, str):
         return value
-    if value.tzinfo is None:
-        raise ValueError("timestamps must carry a time zone (e.g. datetime.now(timezone.utc))")
+    if value.tzinfo is None or value.utcoffset() is None:
+        value = value.replace(tzinfo=timezone.utc)
     return value.isoformat()
 
 
@@ -122,13 +124,24 @@ def decode(response: httpx.Response) -> Any:
     wait = retry_after(response)
     try:
         error = response.json()["error"]
-        return_error = MemconsoleError(response.status_code, error["code"], error["message"], error.get("field"), wait)
+        return_error = MemconsoleError(
+            response.status_code,
+            error["code"],
+            error["message"],
+            error.get("field"),
+            wait,
+            current_version=_whole_number(error.get("current_version")),
+        )
     except (ValueError, KeyError, TypeError):
         text = response.text.strip()[:200]
         return_error = MemconsoleError(
             response.status_code, "http_error", text or response.reason_phrase or "HTTP error", None, wait
         )
     raise return_error
+
+
+def _whole_number(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def transport_error(base_url: str, exc: httpx.TransportError) -> MemconsoleError:

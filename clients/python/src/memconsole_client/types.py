@@ -7,12 +7,14 @@ from typing import Literal, TypedDict
 __all__ = [
     "Breakdown",
     "Episode",
+    "Evicted",
     "Injection",
     "InjectionContext",
     "Isolation",
     "Profile",
     "ProfileData",
     "ProfileType",
+    "ProfileUpdate",
     "RememberResult",
     "Speaker",
     "Status",
@@ -28,6 +30,8 @@ class RememberResult(TypedDict):
     status: Status
     superseded: list[str]  # ids of the episodes this one corrected
     indexed: bool  # False when the vector index was down; `manage.py reindex` catches up
+    importance: int  # as stored: 1-5
+    adjusted: list[Literal["importance"]]  # ["importance"] when the importance sent was clamped to 1-5
 
 
 class Breakdown(TypedDict):
@@ -63,6 +67,18 @@ class Profile(TypedDict):
     notes: str
     version: int  # 0 while the profile is still empty
     updated_at: str | None
+
+
+class Evicted(TypedDict):
+    traits: list[str]
+    preferences: list[str]
+
+
+class ProfileUpdate(Profile):
+    """The profile after an update, with what the update had to drop or cut to fit the limits."""
+
+    evicted: Evicted  # the oldest items a full profile dropped to take the new ones
+    adjusted: list[Literal["notes"]]  # ["notes"] when the notes were cut at the limit
 
 
 class ProfileData(TypedDict):
