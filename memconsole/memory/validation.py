@@ -50,7 +50,7 @@ def is_utf8(value: str) -> bool:
 
 
 def is_episode_id(value: Any) -> bool:
-    return isinstance(value, str) and EPISODE_ID.match(value) is not None
+    return isinstance(value, str) and EPISODE_ID.fullmatch(value) is not None
 
 
 def text(value: Any, name: str, max_chars: int, required: bool = False) -> str:

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from memconsole.memory import episodes, injection, profiles, retrieval
+from memconsole.memory import episodes, injection, profiles, retrieval, validation
 from memconsole.memory.errors import NotFound, ValidationError
 from memconsole.memory.scopes import derive_scope
 
@@ -185,3 +185,10 @@ def test_it_refuses_a_time_with_no_utc_time_in_every_operation(seeded, keys, sys
         episodes.remember(keys, system, "a memory from no time", timestamp=stamp)
     assert caught.value.field == "timestamp"
     assert counts() == before
+
+
+def test_it_takes_only_twelve_hex_digits_as_an_episode_id() -> None:
+    assert validation.is_episode_id("0123456789ab")
+    assert not validation.is_episode_id("0123456789ab\n")  # `$` alone would let a trailing newline in
+    assert not validation.is_episode_id("0123456789AB")
+    assert not validation.is_episode_id(123456789012)
