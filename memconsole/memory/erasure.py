@@ -6,7 +6,8 @@
 - the injection snapshots where they were the speaker, and their episodes inside other
   snapshots (the episode list and the rendered "Relevant memories" block are rewritten);
 - their content in the audit log: every entry about them (sender_id = theirs, their profile or
-  their episodes, or a payload naming them) gets its payload redacted, and the structural fields
+  their episodes; never an entry whose payload merely contains their id as a string, such as
+  `{"status": "active"}` for the id `active`) gets its payload redacted, and the structural fields
   that name them (sender_id, target_id "speaker:<id>") are replaced by a keyed digest
   (`audit.erase_identifiers`); the chain still verifies;
 and writes one audited receipt with the counts, naming the person only by that keyed digest.
@@ -36,6 +37,8 @@ from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import Max, Q, QuerySet
+from django.db.models.functions import Substr
+from django.db.models.lookups import Exact
 from django.utils import timezone
 
 from memconsole.lib import vectors
@@ -45,7 +48,7 @@ from .audit import Actor
 from .counters import recount
 from .errors import PermissionDenied, ValidationError, unavailable_on_failure
 from .injection import MEMORIES_BLOCK, memory_block
-from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion, canonical_json
+from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .paging import chunks
 from .reports import Report
 from .sync import mark_current, mark_not_current
@@ -104,11 +107,21 @@ def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
     return sender_id, bot_uuid
 
 
-def _in_bot(bot_uuid: str) -> Q:
-    """Rows keyed by scope_key/user_key that belong to one bot ('' = every bot)."""
+def _scope_key_in_bot(bot_uuid: str) -> Q:
+    """Rows whose scope_key (`<bot>:<session>`) belongs to one bot ('' = every bot). Compared
+    exactly, not with `startswith`: its LIKE ignores case on SQLite, and `rt-case-bot` would reach
+    `RT-CASE-BOT`'s rows."""
     if not bot_uuid:
         return Q()
-    return Q(scope_key__startswith=f"{bot_uuid}:") | Q(user_key=f"bot:{bot_uuid}")
+    prefix = f"{bot_uuid}:"
+    return Q(Exact(Substr("scope_key", 1, len(prefix)), prefix))
+
+
+def _in_bot(bot_uuid: str) -> Q:
+    """Rows keyed by scope_key/user_key that belong to one bot ('' = every bot), matched exactly."""
+    if not bot_uuid:
+        return Q()
+    return _scope_key_in_bot(bot_uuid) | Q(user_key=f"bot:{bot_uuid}")
 
 
 def _quoted(sender_id: str) -> str:
@@ -149,15 +162,12 @@ def _other_snapshots(sender_id: str, bot_uuid: str) -> QuerySet[InjectionSnapsho
 
 
 def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditEntry]) -> Iterator[AuditEntry]:
-    """Those of `entries` about the person: by sender, by target, or naming them in the payload."""
-    quoted = _quoted(sender_id)
+    """Those of `entries` about the person, by their structured fields: sent by them, or aimed at
+    their episodes or profile (`targets`). A payload that merely contains the id as a string is not
+    about them (erasing the id `active` must not redact every `{"status": "active"}` entry)."""
     for entry in entries:
         if entry.sender_id == sender_id or entry.target_id in targets:
             yield entry
-        elif not entry.redacted:
-            text = canonical_json(entry.payload) if entry.encrypted else entry.payload_stored
-            if quoted in text:
-                yield entry
 
 
 def _audit_entries(bot_uuid: str) -> QuerySet[AuditEntry]:
@@ -207,9 +217,7 @@ def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> Erasur
     episodes = Episode.objects.filter(sender_id=sender_id)
     if bot_uuid:
         episodes = episodes.filter(bot_uuid=bot_uuid)
-    profiles = Profile.objects.filter(type=PROFILE_SPEAKER, sender_id=sender_id).filter(
-        Q(scope_key__startswith=f"{bot_uuid}:") if bot_uuid else Q()
-    )
+    profiles = Profile.objects.filter(type=PROFILE_SPEAKER, sender_id=sender_id).filter(_scope_key_in_bot(bot_uuid))
     speaker_snapshots = InjectionSnapshot.objects.filter(_in_bot(bot_uuid), speaker_id=sender_id)
 
     # High-water marks first: whatever is written during the search lies above them.

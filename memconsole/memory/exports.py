@@ -163,6 +163,8 @@ def _profiles(keys: ScopeKeys) -> QuerySet[Profile]:
 
 
 def _audit_entries(keys: ScopeKeys) -> QuerySet[AuditEntry]:
+    # The chat's own entries (its scope_key), not those of the bot's other chats that share its
+    # user_key under bot isolation.
     return queries.scope_audit_entries(keys)
 
 

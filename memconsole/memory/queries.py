@@ -181,16 +181,12 @@ def find_snapshot(keys: ScopeKeys, snapshot_id: str) -> InjectionSnapshot | None
 # --- audit --------------------------------------------------------------------------------------
 
 
-def _audit_conditions(keys: ScopeKeys) -> tuple[Q, Q]:
-    """A scope's audit entries: those of its scope_key, and those of its user_key (the episodes
-    it shares with the bot's other sessions in bot isolation)."""
-    return Q(scope_key=keys.scope_key), Q(user_key=keys.user_key)
-
-
 def scope_audit_entries(keys: ScopeKeys) -> QuerySet[AuditEntry]:
-    """Every audit entry of the scope (what the audit screen lists and the exports carry)."""
-    by_scope, by_user = _audit_conditions(keys)
-    return AuditEntry.objects.filter(by_scope | by_user)
+    """Every audit entry written in the scope's chat (what the audit screen lists and the exports
+    carry): selected by scope_key, never by the user_key that bot isolation shares between a bot's
+    chats. Entries about episodes carry the chat they were written in too; an episode's whole
+    history, whichever chat changed it, is `episode_history`."""
+    return AuditEntry.objects.filter(scope_key=keys.scope_key)
 
 
 @dataclass(frozen=True)
@@ -262,14 +258,10 @@ def audit_page(
 ) -> KeysetPage:
     """A page of audit entries, newest first: those of one scope (`scope_audit_entries`), or with
     `keys=None` those the `viewer` may read across every space; filtered by `filters` (or the
-    shorthand `operation`/`actor`). A scope's entries are read as two querysets that each walk one
-    index in seq order, which `keyset_page` merges (an OR would not stay an ordered index walk)."""
+    shorthand `operation`/`actor`)."""
     filters = filters or AuditFilter(operation=operation, actor=actor)
-    if keys is None:
-        parts = [visible_audit_entries(viewer or Actor.system())]
-    else:
-        parts = [AuditEntry.objects.filter(condition) for condition in reversed(_audit_conditions(keys))]
-    return keyset_page([filters.apply(part) for part in parts], "seq", cursor, limit)
+    rows = visible_audit_entries(viewer or Actor.system()) if keys is None else scope_audit_entries(keys)
+    return keyset_page(filters.apply(rows), "seq", cursor, limit)
 
 
 def attach_spaces(entries: Iterable[AuditEntry], viewer: Actor) -> None:
@@ -283,7 +275,8 @@ def attach_spaces(entries: Iterable[AuditEntry], viewer: Actor) -> None:
 
 
 def episode_history(keys: ScopeKeys, episode_id: str, limit: int) -> list[AuditEntry]:
-    """The newest audit entries about one episode of the scope."""
+    """The newest audit entries about one episode of the scope, written in any of the chats that
+    share it (bot isolation), unlike a chat's own list (`scope_audit_entries`)."""
     rows = AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode_id)
     return list(rows.order_by("-seq")[:limit])
 

@@ -50,6 +50,8 @@ def derive_scope(
 ) -> ScopeKeys:
     """Derive session_key (scope_key) and user_key from bot, session and isolation mode.
 
+    Spaces around the session name are trimmed, so `"group_1001 "` is the space `group_1001`, not a
+    look-alike of it (other whitespace, such as a newline or a tab, is non-printable and refused).
     Raises `ValidationError` for an empty or malformed session name, bot UUID or isolation.
     """
     if not isinstance(session_name, str) or not session_name.strip():
@@ -58,6 +60,7 @@ def derive_scope(
         raise ValidationError(f"session_name is longer than {MAX_SESSION_NAME} characters", field="session_name")
     if not _printable(session_name):
         raise ValidationError("session_name contains non-printable characters", field="session_name")
+    session_name = session_name.strip()  # only spaces: every other whitespace is non-printable
     if bot_uuid is None:
         bot_uuid = ""
     if not isinstance(bot_uuid, str):

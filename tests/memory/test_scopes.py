@@ -183,3 +183,11 @@ def test_it_reserves_the_health_probes_bot_for_the_probe(bot_uuid, isolation):
     with unregistered_scopes():  # how the probe derives its canary scopes
         keys = derive_scope("memconsole-health-probe", "probe_1a", "session")
     assert keys.user_key == "memconsole-health-probe:probe_1a"
+
+
+@pytest.mark.parametrize("session_name", ["group_1001 ", " group_1001", "  group_1001  "])
+def test_it_trims_spaces_around_a_session_name_so_no_look_alike_space_exists(session_name):
+    keys = derive_scope("bot-a", session_name, "session")
+    assert keys == derive_scope("bot-a", "group_1001", "session")
+    assert (keys.session_name, keys.scope_key, keys.launcher_id) == ("group_1001", "bot-a:group_1001", "1001")
+    assert derive_scope(None, session_name, "bot").scope_key == "group_1001"
