@@ -45,12 +45,6 @@ def manage(env: dict[str, str], *args: str, timeout: float = 180) -> subprocess.
     return result
 
 
-def manage_json(env: dict[str, str], script: str, timeout: float = 180) -> Any:
-    """Run `script` in `manage.py shell` and return the JSON it prints on its last line."""
-    output = manage(env, "shell", "-c", script, timeout=timeout).stdout.strip().splitlines()
-    return json.loads(output[-1])
-
-
 def script_json(env: dict[str, str], name: str, payload: Any, timeout: float = 180) -> Any:
     """Run scripts/<name> with `payload` (JSON on stdin) and return the JSON of its last stdout line."""
     result = processes.run_script(Path(__file__).resolve().parent / "scripts" / name, env, payload, timeout=timeout)

@@ -26,20 +26,13 @@ from django.test import RequestFactory
 
 from memconsole.console.middleware import client_ip
 
-from .conftest import LOOPBACK, REPO, Client, Gunicorn, clean_env, manage, manage_json
+from .conftest import LOOPBACK, REPO, Client, Gunicorn, clean_env, manage, script_json
 from .container_files import compose_environment
 from .proxy import TEMPLATE, TEMPLATE_NAMES, Nginx, half_body, half_header, require_nginx, still_open
 
 BOT = "proxy-bot"
 SLOW_CONNECTIONS = 64  # half of them stop inside the header, half inside the body
 ACCESS_LOG_FORMAT = "access %(m)s %(U)s %(s)s xff=%({x-forwarded-for}i)s"
-
-SETUP_SCRIPT = """
-import json
-from memconsole.memory import tokens
-from memconsole.memory.audit import Actor
-print(json.dumps({"token": tokens.create_token("proxy tests", [%(bot)r], Actor.system("tests/deploy"))[1]}))
-"""
 
 
 @dataclass
@@ -67,7 +60,7 @@ def site(tmp_path_factory) -> Iterator[Site]:
         MEMCONSOLE_API_RATE_PER_MINUTE=100_000,
     )
     manage(env, "migrate", "--noinput", "-v", "0")
-    token = manage_json(env, SETUP_SCRIPT % {"bot": BOT})["token"]
+    token = script_json(env, "create_token.py", {"bot": BOT})["token"]
     server = Gunicorn.start(env, tmp_path / "gunicorn.log", "--access-logformat", ACCESS_LOG_FORMAT)
     try:
         server.wait_ready(workers=1)
