@@ -16,20 +16,7 @@ from tests.processes import REPO, clean_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-SCRIPT = """
-import json, sys, anyio
-from memconsole_client import AsyncMemoryClient, MemoryClient, __file__ as where
-
-url, secret = sys.argv[1:]
-with MemoryClient(url, secret, "bot-a", "group_1") as memory:
-    stored = memory.remember("Alice lives in Paris", sender_id="u1")
-
-async def main():
-    async with AsyncMemoryClient(url, secret, "bot-a", "group_1") as memory:
-        return await memory.recall("Where does Alice live?")
-
-print(json.dumps({"where": where, "stored": stored, "hits": anyio.run(main)}))
-"""
+SCRIPT = Path(__file__).resolve().parent / "scripts" / "fresh_venv_client.py"
 
 
 def test_it_installs_into_a_fresh_virtualenv_and_talks_to_the_server(tmp_path: Path, live_server):
@@ -56,7 +43,7 @@ def test_it_installs_into_a_fresh_virtualenv_and_talks_to_the_server(tmp_path: P
     assert install.returncode == 0, install.stdout + install.stderr
     secret = tokens.create_token("fresh venv", ["bot-a"], Actor.system("tests"))[1]
     run = subprocess.run(
-        [str(python), "-c", SCRIPT, live_server.url, secret],
+        [str(python), str(SCRIPT), live_server.url, secret],
         cwd=tmp_path,  # not the checkout: only the installed package can be imported
         env=env,
         capture_output=True,

@@ -7,11 +7,14 @@ import json
 import logging
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from memconsole.observability.logs import JsonFormatter, RequestIdFilter, accepted_request_id, request_id
 from tests import processes
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 pytestmark = pytest.mark.django_db
 
@@ -85,16 +88,8 @@ def test_it_accepts_only_short_safe_request_ids():
 
 
 def _log_from_manage(tmp_path, **settings: str) -> subprocess.CompletedProcess:
-    script = "import logging; logging.getLogger('memconsole.check').warning('hello %s', 'there')"
     env = processes.clean_env(MEMCONSOLE_VAR_DIR=tmp_path, **settings)
-    return subprocess.run(
-        [sys.executable, str(processes.MANAGE), "shell", "-c", script],
-        cwd=processes.REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return processes.run_script(SCRIPTS / "log_line.py", env, timeout=120)
 
 
 def test_it_switches_every_line_to_json_with_the_setting(tmp_path):

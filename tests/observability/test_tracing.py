@@ -3,8 +3,7 @@ the vector index, embedding and memory operations, as one trace per request."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+from pathlib import Path
 
 import pytest
 from django.test import Client
@@ -15,6 +14,8 @@ from opentelemetry.trace import SpanKind, StatusCode
 from memconsole.lib import tracing, vectors
 from memconsole.memory import tokens
 from tests import processes
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
 
 pytestmark = pytest.mark.django_db
 
@@ -96,18 +97,10 @@ def test_it_records_nothing_when_tracing_is_off(api):
 
 @pytest.mark.parametrize(("endpoint", "expected"), [("http://127.0.0.1:4317", "True True"), (None, "False False")])
 def test_it_is_switched_on_by_the_standard_otlp_endpoint_variable(tmp_path, endpoint, expected):
-    script = "from django.conf import settings; from memconsole.lib import tracing; print(settings.MEMCONSOLE_TRACING, tracing.enabled())"
     env = processes.clean_env(MEMCONSOLE_VAR_DIR=tmp_path)
     env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     if endpoint:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint
-    result = subprocess.run(
-        [sys.executable, str(processes.MANAGE), "shell", "-c", script],
-        cwd=processes.REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = processes.run_script(SCRIPTS / "tracing_state.py", env, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == expected
