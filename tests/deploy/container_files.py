@@ -155,11 +155,12 @@ def parse_dockerfile(path: Path) -> Dockerfile:
 
 
 def image_tag(image: str) -> str | None:
-    """The tag (or digest) of an image reference, None when it has neither."""
-    if "@" in image:
-        return image.split("@", 1)[1]
-    last = image.rsplit("/", 1)[-1]
-    return last.split(":", 1)[1] if ":" in last else None
+    """The tag of an image reference (also of `name:tag@sha256:...`), else its digest, None when it has neither."""
+    name, _, digest = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        return last.split(":", 1)[1]
+    return digest or None
 
 
 def parse_env_file(path: Path) -> tuple[dict[str, str], set[str]]:
@@ -192,3 +193,17 @@ def compose_environment(service: dict[str, Any]) -> dict[str, str]:
 def env_references(text: str) -> set[str]:
     """Names of the ${NAME...} references in a text."""
     return set(re.findall(r"\$\{([A-Z_][A-Z0-9_]*)", text))
+
+
+def bash_tcp_probe(healthcheck: dict[str, Any]) -> tuple[str, int, str]:
+    """(script, port, path) of a compose health check `CMD bash -c SCRIPT` that opens
+    /dev/tcp/HOST/PORT and sends `GET PATH`; an AssertionError says what is not of that shape."""
+    test = healthcheck["test"]
+    if not isinstance(test, list) or test[:3] != ["CMD", "bash", "-c"] or len(test) != 4:
+        raise AssertionError(f"the health check is not `CMD bash -c SCRIPT`: {test}")
+    script = test[3]
+    target = re.search(r"/dev/tcp/(127\.0\.0\.1|localhost)/(\d+)\b", script)
+    request = re.search(r"GET (/\S*) HTTP/1\.[01]", script)
+    if not target or not request:
+        raise AssertionError(f"the health check opens no loopback /dev/tcp port or sends no GET: {script}")
+    return script, int(target[2]), request[1]

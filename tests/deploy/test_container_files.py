@@ -7,6 +7,12 @@ from __future__ import annotations
 
 import re
 import shlex
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 from memconsole.memory.management.commands import fetch_model
 
@@ -14,6 +20,7 @@ from .conftest import REPO
 from .container_files import (
     ENV_REFERENCE,
     SECRET_NAME,
+    bash_tcp_probe,
     compose_environment,
     declared_args,
     env_references,
@@ -195,6 +202,70 @@ def test_it_starts_services_in_order_once_they_are_healthy(compose):
     assert depends["migrate"]["condition"] == "service_completed_successfully"
     assert services["migrate"]["command"][-3:] == ["manage.py", "migrate", "--noinput"]
     assert services["migrate"]["depends_on"]["postgres"]["condition"] == "service_healthy"
+
+
+def test_it_migrates_once_with_the_app_image_and_settings(compose):
+    services = compose["services"]
+    migrate, app = services["migrate"], services["memconsole"]
+    assert migrate["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert migrate["restart"] == "no", "a one-shot service: compose must not restart it after it exits"
+    assert migrate["image"] == app["image"] and migrate.get("build") == app.get("build")
+    assert migrate["env_file"] == app["env_file"]
+    assert compose_environment(migrate)["DATABASE_URL"] == compose_environment(app)["DATABASE_URL"]
+    assert not migrate.get("ports")
+
+
+def test_it_checks_chroma_with_bash_on_the_heartbeat_not_curl(compose):
+    """chromadb/chroma (the Rust server on debian:stable-slim) ships bash but no curl, wget or python."""
+    healthcheck = compose["services"]["chroma"]["healthcheck"]
+    script, port, path = bash_tcp_probe(healthcheck)
+    assert not re.search(r"\b(curl|wget|python3?)\b", script)
+    assert str(port) == compose_environment(compose["services"]["memconsole"])["CHROMA_PORT"]
+    assert path == "/api/v2/heartbeat"
+    assert " 200 " in script, "only an HTTP 200 counts: an open port with an erroring server is not healthy"
+
+
+class _Heartbeat(BaseHTTPRequestHandler):
+    status = 200
+
+    def do_GET(self) -> None:
+        status = self.status if self.path == "/api/v2/heartbeat" else 404
+        self.send_response(status)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, format: str, *args: object) -> None:  # quiet: no request lines in the test output
+        pass
+
+
+@contextmanager
+def _heartbeat_server(status: int) -> Iterator[int]:
+    handler = type("Heartbeat", (_Heartbeat,), {"status": status})
+    server = HTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _run_probe(script: str, port: int, new_port: int) -> int:
+    bash = shutil.which("bash")
+    assert bash, "bash is needed to run the health check here"
+    moved = script.replace(f"/dev/tcp/127.0.0.1/{port}", f"/dev/tcp/127.0.0.1/{new_port}")
+    return subprocess.run([bash, "-c", moved], capture_output=True, timeout=10).returncode
+
+
+def test_the_chroma_health_check_passes_only_on_a_200_heartbeat(compose):
+    script, port, _path = bash_tcp_probe(compose["services"]["chroma"]["healthcheck"])
+    with _heartbeat_server(200) as open_port:
+        assert _run_probe(script, port, open_port) == 0
+    with _heartbeat_server(500) as erroring_port:
+        assert _run_probe(script, port, erroring_port) != 0
+    assert _run_probe(script, port, open_port) != 0, "nothing listens there any more"
 
 
 def test_it_runs_several_workers_only_with_the_chroma_server(compose):
