@@ -14,9 +14,10 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 
+# The runtime lock: every package pinned with its hashes (docs/operations.md, "Dependencies").
 RUN python -m venv /opt/venv
-COPY requirements.txt /tmp/requirements.txt
-RUN /opt/venv/bin/pip install -r /tmp/requirements.txt
+COPY requirements.lock /tmp/requirements.lock
+RUN /opt/venv/bin/pip install --require-hashes -r /tmp/requirements.lock
 
 WORKDIR /app
 COPY . /app

@@ -12,7 +12,7 @@ export MEMCONSOLE_MODEL_DIR := $(SHARED_MODEL)
 endif
 endif
 
-.PHONY: run test test-fast lint format typecheck hooks bench migrate clean help
+.PHONY: run test test-fast lint format typecheck hooks bench migrate lock audit clean help
 
 help:
 	@echo "make run    - set up, migrate, load demo data on first start, serve http://$(HOST):$(PORT)"
@@ -21,19 +21,56 @@ help:
 	@echo "make lint   - the four gates CI runs before the tests: ruff format --check, ruff check, mypy,"
 	@echo "              makemigrations --check"
 	@echo "make typecheck - mypy alone;  make format - ruff format the tree;  make hooks - install the pre-commit hooks"
+	@echo "make lock   - regenerate requirements*.lock (hashes) from requirements*.txt;  make audit - pip-audit the locks (network)"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { echo "memconsole needs Python 3.11 or newer" >&2; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.run-installed: requirements.txt | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements.txt
+# Installs come from the lock files (every package pinned with its hashes), generated from the human-edited
+# requirements*.txt by `make lock` (docs/operations.md, "Dependencies"). The local client package cannot be
+# hashed: it is installed after the lock, without dependencies (its own, httpx and anyio, are in the lock).
+# A pin edited in requirements*.txt without `make lock` (a Dependabot pull request) stops the install here.
+CHECK_LOCK = awk -F'==' -v lock=$(1) 'BEGIN { while ((getline l < lock) > 0) if (l ~ /^[a-z0-9]/) { split(l, w, " "); have[w[1]] = 1 } } \
+	/^[A-Za-z0-9][^=]*==/ { n = tolower($$1); sub(/\[.*/, "", n); gsub(/[._]+/, "-", n); split($$2, v, /[ ;\#]/); \
+	if (!((n "==" v[1]) in have)) { print lock " is out of date, " n "==" v[1] " is not in it: run make lock" > "/dev/stderr"; bad = 1 } } \
+	END { exit bad }' $(2)
+
+$(VENV)/.run-installed: requirements.txt requirements.lock | $(BIN)/python
+	@$(call CHECK_LOCK,requirements.lock,requirements.txt)
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements.lock
 	@touch $@
 
-$(VENV)/.test-installed: requirements.txt requirements-test.txt clients/python/pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -r requirements-test.txt
+$(VENV)/.test-installed: requirements.txt requirements-test.txt requirements-test.lock clients/python/pyproject.toml | $(BIN)/python
+	@$(call CHECK_LOCK,requirements-test.lock,requirements.txt requirements-test.txt)
+	$(BIN)/python -m pip install --quiet --require-hashes -r requirements-test.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e ./clients/python
 	@touch $@ $(VENV)/.run-installed
+
+# The locks are for Python 3.11 on Linux x86_64 (CI, the Docker image). uv runs from a throwaway venv, not .venv.
+# An existing lock keeps its unchanged pins; `make lock LOCK_ARGS=--upgrade` moves every unpinned dependency too.
+LOCK_TOOLS := $(or $(TMPDIR),/tmp)/memconsole-lock-tools
+UV_VERSION := 0.13.9
+LOCK_FLAGS := --quiet --generate-hashes --python-version 3.11 --python-platform x86_64-unknown-linux-gnu \
+	--custom-compile-command "make lock" $(LOCK_ARGS)
+lock:
+	$(PYTHON) -m venv $(LOCK_TOOLS)
+	$(LOCK_TOOLS)/bin/python -m pip install --quiet uv==$(UV_VERSION)
+	$(LOCK_TOOLS)/bin/uv pip compile $(LOCK_FLAGS) requirements.txt -o requirements.lock
+	$(LOCK_TOOLS)/bin/uv pip compile $(LOCK_FLAGS) requirements-test.txt -c requirements.lock \
+		--no-emit-package memconsole-client -o requirements-test.lock
+
+# pip-audit checks the locked versions against its vulnerability database (it needs network access). It runs
+# from a throwaway venv so that its own dependencies never mix with the project's. --strict: a package it could
+# not look up (no network, no database) fails the audit instead of passing unchecked.
+AUDIT_TOOLS := $(or $(TMPDIR),/tmp)/memconsole-audit-tools
+PIP_AUDIT_VERSION := 2.10.1
+audit:
+	$(PYTHON) -m venv $(AUDIT_TOOLS)
+	$(AUDIT_TOOLS)/bin/python -m pip install --quiet pip-audit==$(PIP_AUDIT_VERSION)
+	$(AUDIT_TOOLS)/bin/pip-audit --strict --disable-pip --require-hashes --progress-spinner off \
+		-r requirements.lock -r requirements-test.lock
 
 migrate: $(VENV)/.run-installed
 	$(BIN)/python manage.py migrate --noinput -v 0
