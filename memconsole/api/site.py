@@ -26,7 +26,15 @@ from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 from ninja.schema import NinjaGenerateJsonSchema
 
-from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
+from memconsole.memory.errors import (
+    Conflict,
+    EncryptionKeyMissing,
+    NotFound,
+    PermissionDenied,
+    Unavailable,
+    ValidationError,
+)
+from memconsole.memory.models import BotToken, InstallState
 
 from . import endpoints
 from .auth import SCHEME, BearerToken
@@ -57,6 +65,16 @@ UNAVAILABLE = {
     "embedding_model": "the embedding model is unavailable; retry later",
     "decryption": "stored data cannot be decrypted with the configured keys",
 }
+
+
+class KeyedBearerToken(BearerToken):
+    """The token (401 first), then the install's key: an encrypted install without it serves
+    nothing, read or write (503 `encryption_key_missing`), so nothing is stored in plaintext."""
+
+    def __call__(self, request: HttpRequest) -> BotToken:
+        token = super().__call__(request)
+        InstallState.require_key()
+        return token
 
 
 class JsonRenderer(JSONRenderer):
@@ -154,7 +172,7 @@ api = BotApi(
     urls_namespace="api",
     openapi_url=None,  # served by views.openapi_document and views.docs (GET only, JSON 405)
     docs=LocalSwagger(),
-    auth=BearerToken(),
+    auth=KeyedBearerToken(),
     throttle=TokenThrottle(),
     renderer=JsonRenderer(),
     parser=StrictJSONParser(),
@@ -213,6 +231,8 @@ def _unparsed(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
 @api.exception_handler(Unavailable)
 def _unavailable(request: HttpRequest, exc: Unavailable) -> HttpResponse:
     log.error("%s unavailable during %s %s: %s", exc.code, request.method, request.path, exc)
+    if isinstance(exc, EncryptionKeyMissing):
+        return error_response(503, exc.code, exc.message)
     return error_response(503, "unavailable", UNAVAILABLE.get(exc.code, "a service is unavailable; retry later"))
 
 

@@ -24,7 +24,7 @@ from django.views.decorators.cache import never_cache
 
 from memconsole.memory import errors, queries, roles
 from memconsole.memory.audit import Actor
-from memconsole.memory.models import Scope
+from memconsole.memory.models import InstallState, Scope
 from memconsole.memory.scopes import ScopeKeys, keys_of
 
 from .screens import HtmxHttpRequest, bad_request, unavailable
@@ -111,6 +111,8 @@ def _checked_call(
     view: View, perm: str, scoped: bool, request: ConsoleRequest, *args: Any, **kwargs: Any
 ) -> HttpResponseBase:
     require_perm(request.user, roles.VIEW)
+    # an encrypted install without its key shows nothing (503 page); cached: no query per page
+    InstallState.require_key(cached=True)
     if scoped:
         scope, keys = get_scope(request, kwargs.pop("scope_id"))
         args = (scope, keys, *args)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.apps import AppConfig
+from django.core import checks
 from django.db.models.signals import post_migrate
 
 
@@ -10,8 +11,14 @@ class MemoryConfig(AppConfig):
     verbose_name = "Memory"
 
     def ready(self) -> None:
-        # roles imports django.contrib.auth's models, which cannot be imported while Django is still
-        # loading the app configs (this module); ready() is where Django's docs connect such handlers.
+        # roles and checks import models (roles also django.contrib.auth's), which cannot be imported
+        # while Django is still loading the app configs (this module); ready() is where Django's docs
+        # connect such handlers and register such checks.
+        from .checks import check_encryption_key  # noqa: PLC0415
+        from .models import InstallState  # noqa: PLC0415
         from .roles import ensure_roles  # noqa: PLC0415
 
         post_migrate.connect(ensure_roles, sender=self, dispatch_uid="memconsole-roles")
+        # a migrate or a flush may have emptied InstallState: this process's cache must not outlive it
+        post_migrate.connect(InstallState.forget_cache, sender=self, dispatch_uid="memconsole-install-state")
+        checks.register(check_encryption_key)

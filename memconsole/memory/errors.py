@@ -48,7 +48,8 @@ class Conflict(MemoryError_):
 class Unavailable(MemoryError_):
     """An outside system (vector index, embedding model, decryption key) failed; retry or repair.
 
-    `code` says which: "vector_index", "embedding_model", "decryption" (or "unavailable").
+    `code` says which: "vector_index", "embedding_model", "decryption", "encryption_key_missing" (or
+    "unavailable").
     """
 
     def __init__(self, message: str, code: str = "unavailable") -> None:
@@ -73,6 +74,19 @@ class EmbeddingUnavailable(Unavailable, embeddings.EmbeddingError):
 
 class DecryptionUnavailable(Unavailable, crypto.DecryptionError):
     """Stored data is encrypted and no configured key opens it."""
+
+
+KEY_MISSING = (
+    f"This install stores encrypted data but {crypto.SETTING} is not set, so nothing is read or written "
+    "(never in plaintext) until it is: configure the key(s) the data was written with and restart."
+)
+
+
+class EncryptionKeyMissing(Unavailable):
+    """The install is encrypted (`InstallState`) and no key is configured: refuse every read and write."""
+
+    def __init__(self, message: str = KEY_MISSING) -> None:
+        super().__init__(message, "encryption_key_missing")
 
 
 def unavailable(exc: Exception) -> Unavailable:

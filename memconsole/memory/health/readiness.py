@@ -1,5 +1,6 @@
-"""Readiness: are the database and the vector index reachable right now? Cheap enough for a load
-balancer's probe every few seconds (no canaries, no scans: see runner.py for the full check)."""
+"""Readiness: are the database and the vector index reachable right now, and does an encrypted install
+have its key? Cheap enough for a load balancer's probe every few seconds (no canaries, no scans: see
+runner.py for the full check)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,10 @@ import logging
 
 from django.db import connection
 
-from memconsole.lib import vectors
+from memconsole.lib import crypto, vectors
+
+from ..errors import EncryptionKeyMissing
+from ..models import InstallState
 
 log = logging.getLogger("memconsole.probes")
 
@@ -35,3 +39,21 @@ def index_ready() -> bool:
 def readiness() -> dict[str, bool]:
     """Each dependency by name, True when it answers."""
     return {"database": database_ready(), "vector_index": index_ready()}
+
+
+def encryption_key_problem() -> str | None:
+    """Why this process must not serve (an encrypted install without its key), or None.
+
+    With keys configured, the install is recorded as encrypted here (once per process), so that a
+    later start without them refuses even before any row was sealed.
+    """
+    try:
+        if crypto.enabled():
+            InstallState.mark_encrypted()
+        else:
+            InstallState.require_key()
+    except EncryptionKeyMissing as exc:
+        return exc.message
+    except Exception:  # the database check reports an unreachable database; nothing more to say here
+        log.warning("readyz: install state unreadable", exc_info=True)
+    return None

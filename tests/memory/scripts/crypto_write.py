@@ -30,6 +30,12 @@ def main() -> None:
     secret, tag, note, trait = payload["secret"], payload["tag"], payload["note"], payload["trait"]
     system = Actor.system("crypto-test")
     keys = derive_scope("bot-a", "group_1", "session")
+    # control: one value written without keys must be found by the same search (written first:
+    # once a row is sealed the install is encrypted and refuses plaintext writes)
+    keys_before = settings.MEMCONSOLE_FERNET_KEYS
+    settings.MEMCONSOLE_FERNET_KEYS = []
+    episodes.remember(derive_scope("bot-c", "group_9", "session"), system, "CONTROL-plaintext-canary")
+    settings.MEMCONSOLE_FERNET_KEYS = keys_before
     made = episodes.remember(keys, system, secret, sender_id="u1")
     episodes.remember(keys, system, secret + " (second copy)", tags=[tag], sender_id="u1")
     profiles.update_profile(keys, system, "speaker", "u1", notes=note, add_traits=[trait])
@@ -37,11 +43,6 @@ def main() -> None:
     injection.record_injection(keys, system, "remind me of the PIN", sender_id="u1")
     episodes.delete(keys, system, [made.episode.episode_id])  # the audit entry keeps what was deleted
 
-    # control: one value written without keys must be found by the same search
-    keys_before = settings.MEMCONSOLE_FERNET_KEYS
-    settings.MEMCONSOLE_FERNET_KEYS = []
-    episodes.remember(derive_scope("bot-c", "group_9", "session"), system, "CONTROL-plaintext-canary")
-    settings.MEMCONSOLE_FERNET_KEYS = keys_before
     print("written")
 
 
