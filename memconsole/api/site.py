@@ -34,7 +34,8 @@ from memconsole.memory.errors import (
     Unavailable,
     ValidationError,
 )
-from memconsole.memory.models import BotToken, InstallState
+from memconsole.memory.install import InstallState
+from memconsole.memory.models import BotToken
 
 from . import endpoints
 from .auth import SCHEME, BearerToken

@@ -24,7 +24,8 @@ from django.views.decorators.cache import never_cache
 
 from memconsole.memory import errors, queries, roles
 from memconsole.memory.audit import Actor
-from memconsole.memory.models import InstallState, Scope
+from memconsole.memory.install import InstallState
+from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys, keys_of
 
 from .screens import HtmxHttpRequest, bad_request, unavailable

@@ -1,7 +1,7 @@
 """Encryption at rest with Fernet (MultiFernet: the first key encrypts, every key decrypts).
 
 Keys come from MEMCONSOLE_FERNET_KEYS (comma-separated, newest first). With no keys, values are
-stored as they are; the domain (`memconsole.memory.models.seal`) refuses that on an install it
+stored as they are; the domain (`memconsole.memory.install.seal`) refuses that on an install it
 has recorded as encrypted. A value stored encrypted that no configured key opens raises
 `DecryptionError`, naming the setting; nothing is ever returned garbled.
 """

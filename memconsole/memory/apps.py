@@ -15,7 +15,7 @@ class MemoryConfig(AppConfig):
         # while Django is still loading the app configs (this module); ready() is where Django's docs
         # connect such handlers and register such checks.
         from .checks import check_encryption_key  # noqa: PLC0415
-        from .models import InstallState  # noqa: PLC0415
+        from .install import InstallState  # noqa: PLC0415
         from .roles import ensure_roles  # noqa: PLC0415
 
         post_migrate.connect(ensure_roles, sender=self, dispatch_uid="memconsole-roles")

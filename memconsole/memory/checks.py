@@ -8,7 +8,7 @@ from django.core.checks import CheckMessage, Error
 from django.db import DatabaseError
 
 from .errors import EncryptionKeyMissing
-from .models import InstallState
+from .install import InstallState
 
 
 def check_encryption_key(app_configs: Any = None, **kwargs: Any) -> list[CheckMessage]:

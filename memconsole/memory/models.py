@@ -11,16 +11,16 @@ import json
 import secrets
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
 from django.conf import settings
-from django.db import models, transaction
+from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from memconsole.lib import crypto
 
-from .errors import EncryptionKeyMissing
+from .install import seal
 
 
 class ScopeOwner(Protocol):
@@ -392,82 +392,6 @@ class BotGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} → {self.bot_uuid or '(no bot)'}"
-
-
-class InstallState(models.Model):
-    """Singleton (pk 1): what this install has committed to, whatever the settings say today.
-
-    `encrypted_since` is set the first time a row is sealed (or keys are seen at start) and never
-    cleared: from then on, without MEMCONSOLE_FERNET_KEYS the install refuses every read and write
-    (`EncryptionKeyMissing`) rather than storing personal data in plaintext (docs/design.md §6).
-    """
-
-    encrypted_since = models.DateTimeField(null=True, blank=True)
-
-    # Per process only the answer "encrypted" is cached, and only once a transaction that saw it
-    # committed: a stale True can only refuse, never let a plaintext write through.
-    _known_encrypted: ClassVar[bool] = False
-
-    class Meta:
-        verbose_name = _("install state")
-
-    def __str__(self) -> str:
-        return f"encrypted since {self.encrypted_since:%Y-%m-%d}" if self.encrypted_since else "not encrypted"
-
-    @classmethod
-    def _remember_encrypted(cls) -> None:
-        cls._known_encrypted = True
-
-    @classmethod
-    def forget_cache(cls, **signal_kwargs: Any) -> None:
-        """Drop the process cache (connected to post_migrate: a flush or a migrate may empty the table)."""
-        cls._known_encrypted = False
-
-    @classmethod
-    def is_encrypted(cls) -> bool:
-        """True once any row was sealed or keys were configured on this database."""
-        if cls._known_encrypted:
-            return True
-        encrypted = cls.objects.filter(pk=1, encrypted_since__isnull=False).exists()
-        if encrypted:
-            transaction.on_commit(cls._remember_encrypted)
-        return encrypted
-
-    @classmethod
-    def mark_encrypted(cls) -> None:
-        """Record that this install is encrypted (once per process; inside the caller's transaction)."""
-        if cls.is_encrypted():
-            return
-        cls.objects.get_or_create(pk=1)
-        cls.objects.filter(pk=1, encrypted_since__isnull=True).update(encrypted_since=timezone.now())
-        transaction.on_commit(cls._remember_encrypted)
-
-    @classmethod
-    def require_key(cls, *, cached: bool = False) -> None:
-        """Raise `EncryptionKeyMissing` when the install is encrypted and no key is configured.
-
-        With `cached`, only this process's cached answer counts (no query): for a face's page views,
-        once the process has seen the flag (its readiness probe, an API call, a write). Writes always
-        ask the database.
-        """
-        if crypto.enabled():
-            return
-        if cls._known_encrypted if cached else cls.is_encrypted():
-            raise EncryptionKeyMissing()
-
-
-def seal(text: str) -> tuple[str, bool]:
-    """(stored value, encrypted?) for a sealed field: the one place rows decide plain or encrypted.
-
-    With keys, the install is recorded as encrypted; without, an encrypted install refuses
-    (`EncryptionKeyMissing`) before anything is written.
-    """
-    if not crypto.enabled():
-        InstallState.require_key()
-    stored, encrypted = crypto.seal_text(text)
-    if encrypted:
-        InstallState.mark_encrypted()
-    return stored, encrypted
 
 
 class HealthRun(models.Model):

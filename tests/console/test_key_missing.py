@@ -6,7 +6,8 @@ import pytest
 from cryptography.fernet import Fernet
 
 from memconsole.memory import episodes
-from memconsole.memory.models import Episode, InstallState, Scope
+from memconsole.memory.install import InstallState
+from memconsole.memory.models import Episode, Scope
 
 from .conftest import htmx
 

@@ -12,7 +12,7 @@ from django.core.management.base import SystemCheckError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from memconsole.memory import episodes, errors, models, profiles
+from memconsole.memory import episodes, errors, install, profiles
 from memconsole.memory.models import Episode, Profile
 
 pytestmark = pytest.mark.django_db
@@ -27,13 +27,13 @@ def encrypted_install(settings, keys, system):
 
 
 def test_it_records_the_install_as_encrypted_the_first_time_a_row_is_sealed(settings, keys, system):
-    assert not models.InstallState.is_encrypted()
+    assert not install.InstallState.is_encrypted()
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
 
     episodes.remember(keys, system, "the first sealed row")
 
-    assert models.InstallState.objects.get().encrypted_since is not None
-    assert models.InstallState.is_encrypted()
+    assert install.InstallState.objects.get().encrypted_since is not None
+    assert install.InstallState.is_encrypted()
 
 
 def test_it_refuses_to_write_an_episode_in_plaintext_without_the_key(encrypted_install, keys, system):
@@ -53,8 +53,8 @@ def test_it_refuses_to_write_a_profile_in_plaintext_without_the_key(encrypted_in
 
 
 def test_it_refuses_a_plaintext_write_once_another_process_marked_the_install(keys, system):
-    assert not models.InstallState.is_encrypted()  # nothing cached here says otherwise
-    models.InstallState.objects.update_or_create(pk=1, defaults={"encrypted_since": "2026-01-01T00:00:00Z"})
+    assert not install.InstallState.is_encrypted()  # nothing cached here says otherwise
+    install.InstallState.objects.update_or_create(pk=1, defaults={"encrypted_since": "2026-01-01T00:00:00Z"})
 
     with pytest.raises(errors.EncryptionKeyMissing):
         episodes.remember(keys, system, "written while another process holds the key")
@@ -64,14 +64,14 @@ def test_it_still_stores_plaintext_on_an_install_that_never_had_keys(keys, syste
     made = episodes.remember(keys, system, "a plain install stays plain")
 
     assert not made.episode.encrypted
-    assert not models.InstallState.is_encrypted()
-    models.InstallState.require_key()  # nothing to refuse
+    assert not install.InstallState.is_encrypted()
+    install.InstallState.require_key()  # nothing to refuse
 
 
 def test_it_needs_nothing_more_with_the_key(settings, encrypted_install, keys, system):
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
 
-    models.InstallState.require_key()
+    install.InstallState.require_key()
     assert episodes.remember(keys, system, "sealed again").episode.encrypted
 
 
@@ -103,4 +103,4 @@ def test_it_records_an_upgraded_install_that_already_holds_encrypted_rows():
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
 
-    assert models.InstallState.objects.get().encrypted_since is not None
+    assert install.InstallState.objects.get().encrypted_since is not None

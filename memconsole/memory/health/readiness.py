@@ -11,7 +11,7 @@ from django.db import connection
 from memconsole.lib import crypto, vectors
 
 from ..errors import EncryptionKeyMissing
-from ..models import InstallState
+from ..install import InstallState
 
 log = logging.getLogger("memconsole.probes")
 
