@@ -78,6 +78,7 @@ migrate: $(VENV)/.run-installed
 run: migrate
 	$(BIN)/python manage.py first_start
 	@echo "Serving memconsole on http://$(HOST):$(PORT)/ for this one machine (Ctrl-C stops it); for more, put nginx in front (deploy/nginx.conf, docs/operations.md)"
+	@echo "Background jobs (imports, erasure, health runs, index repair) run inside this server (MEMCONSOLE_JOBS_IN_WEB)"
 	$(BIN)/gunicorn memconsole.wsgi --config python:memconsole.gunicorn_config --bind $(HOST):$(PORT)
 
 test: $(VENV)/.test-installed
@@ -93,12 +94,15 @@ lint: $(VENV)/.test-installed
 	$(BIN)/mypy
 	@echo "== mypy (clients/python, its own strict config)"
 	cd clients/python && ../../$(BIN)/mypy
+	@echo "== mypy (integrations/langbot, the LangBot plugin's own strict config)"
+	cd integrations/langbot && ../../$(BIN)/mypy
 	@echo "== makemigrations --check (every model change has its migration)"
 	$(BIN)/python manage.py makemigrations --check --dry-run
 
 typecheck: $(VENV)/.test-installed
 	$(BIN)/mypy
 	cd clients/python && ../../$(BIN)/mypy
+	cd integrations/langbot && ../../$(BIN)/mypy
 
 format: $(VENV)/.test-installed
 	$(BIN)/ruff format .

@@ -31,7 +31,17 @@ if str(ROOT) not in sys.path:
 
 from bench import harness  # noqa: E402
 
-BENCHMARKS = ["embedding", "search", "episode_list", "export", "ingest", "reindex", "api_load", "recall_quality"]
+BENCHMARKS = [
+    "embedding",
+    "search",
+    "episode_list",
+    "export",
+    "ingest",
+    "reindex",
+    "api_load",
+    "recall_quality",
+    "inject_usage",
+]
 
 
 def commands(n: int) -> dict[str, list[str]]:
@@ -44,6 +54,7 @@ def commands(n: int) -> dict[str, list[str]]:
         "reindex": ["--episodes", str(max(500, n // 20))],
         "api_load": ["--episodes", str(max(1000, n // 20)), "--backend", "all"],
         "recall_quality": ["--episodes", str(max(2000, n // 20))],
+        "inject_usage": ["--episodes", str(max(2000, n // 50)), "--queries", "200"],
     }
 
 

@@ -123,6 +123,11 @@ def on_exit(server: Any) -> None:  # gunicorn hook, in the master after the last
 
 def post_worker_init(worker: Any) -> None:  # gunicorn hook, in each worker once the app is loaded
     gunicorn_errors.install()  # gunicorn's own refusals (414, 431, ...) in JSON, not its HTML page
+    # Background jobs in this process when the index is embedded (MEMCONSOLE_JOBS_IN_WEB; one worker
+    # only, checked above); imported here: the app, and so Django, is loaded only now.
+    from memconsole.jobs.worker import start_in_web  # noqa: PLC0415 - see above
+
+    start_in_web()
 
 
 def nworkers_changed(server: Any, new_value: int, old_value: int | None) -> None:  # gunicorn hook

@@ -101,6 +101,9 @@ INSTALLED_APPS = [
     "memconsole.console",
     "memconsole.api",
     "memconsole.observability",
+    "memconsole.jobs",
+    "django_tasks",
+    "django_tasks_db",
     "ninja",  # its templates and static files: the API docs page is served locally (no CDN, CSP)
 ]
 
@@ -110,6 +113,7 @@ MIDDLEWARE = [
     "memconsole.console.middleware.security_headers",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    "memconsole.console.middleware.time_zone",  # one zone for every console time (timezones.py)
     "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -134,6 +138,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.i18n",
+                "django.template.context_processors.tz",
+                "memconsole.console.context.model_switch",
             ],
         },
     },
@@ -268,18 +274,52 @@ CHROMA_HOST = env("CHROMA_HOST") or ""
 CHROMA_PORT = envint("CHROMA_PORT", 8000, minimum=1)
 CHROMA_SSL = envbool("CHROMA_SSL", False)
 
+# Background jobs (memconsole/jobs, docs/operations.md "Jobs"): django-tasks' database backend, run by
+# `manage.py jobs_worker`, or by a thread inside the one gunicorn worker when the index is embedded
+# (two processes must not write one embedded Chroma folder).
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
+MEMCONSOLE_JOBS_IN_WEB = envbool("MEMCONSOLE_JOBS_IN_WEB", not CHROMA_HOST)
+MEMCONSOLE_JOBS_STALE_SECONDS = envint("MEMCONSOLE_JOBS_STALE_SECONDS", 120, minimum=2)
+MEMCONSOLE_JOBS_POLL_SECONDS = envint("MEMCONSOLE_JOBS_POLL_SECONDS", 1, minimum=1)
+
 # A name of lib/embeddings.REGISTRY (an unknown one fails at the first embedding, naming the choices).
 MEMCONSOLE_EMBEDDING_MODEL = env("MEMCONSOLE_EMBEDDING_MODEL") or "all-MiniLM-L6-v2"
 if not MEMCONSOLE_EMBEDDING_MODEL.replace("-", "").replace(".", "").replace("_", "").isalnum():
     raise ImproperlyConfigured(f"MEMCONSOLE_EMBEDDING_MODEL={MEMCONSOLE_EMBEDDING_MODEL!r} is not a model name")
 _model_dir = env("MEMCONSOLE_MODEL_DIR")
 MEMCONSOLE_MODEL_DIR = Path(_model_dir) if _model_dir else VAR_DIR / "models" / MEMCONSOLE_EMBEDDING_MODEL
+# A model switch re-embeds the index in a thread of the serving process (memory/reembed.py), one
+# process at a time (a lease of this many seconds in the database, renewed as it goes).
+MEMCONSOLE_REEMBED_IN_BACKGROUND = envbool("MEMCONSOLE_REEMBED_IN_BACKGROUND", True)
+MEMCONSOLE_REEMBED_LEASE_SECONDS = envint("MEMCONSOLE_REEMBED_LEASE_SECONDS", 60, minimum=2)
 
 MEMCONSOLE_FERNET_KEYS = envlist("MEMCONSOLE_FERNET_KEYS")
 MEMCONSOLE_AUDIT_KEY = env("MEMCONSOLE_AUDIT_KEY") or ""
 
 MEMCONSOLE_RECENCY_HALF_LIFE_DAYS = envint("MEMCONSOLE_RECENCY_HALF_LIFE_DAYS", 30, minimum=1)
+
+
+def envfraction(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        number = float(value)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={value!r} is not a number") from None
+    if not 0.0 <= number <= 1.0:
+        raise ImproperlyConfigured(f"{name}={value!r} must be between 0 and 1")
+    return number
+
+
+# Recall's relevance floor (memory/retrieval.py): an episode whose fused relevance (0.7 × vector
+# similarity + 0.3 × lexical score) is below it is neither recalled nor injected. 0 turns it off.
+MEMCONSOLE_RECALL_MIN_SIMILARITY = envfraction("MEMCONSOLE_RECALL_MIN_SIMILARITY", 0.35)
+# The lexical index's hashing key (memory/lexical.py); derived from SECRET_KEY when unset.
+MEMCONSOLE_LEXICAL_KEY = env("MEMCONSOLE_LEXICAL_KEY") or ""
 MEMCONSOLE_SNAPSHOT_RETENTION_DAYS = envint("MEMCONSOLE_SNAPSHOT_RETENTION_DAYS", 90, minimum=0)
+# Conversation-window messages (memory/window.py) older than this are dropped; 0 keeps them.
+MEMCONSOLE_WINDOW_RETENTION_DAYS = envint("MEMCONSOLE_WINDOW_RETENTION_DAYS", 30, minimum=0)
 MEMCONSOLE_MAX_CONTENT_CHARS = envint("MEMCONSOLE_MAX_CONTENT_CHARS", 8000, minimum=100)
 # Imports (memory/imports.py): files larger than this are refused before they are read.
 MEMCONSOLE_IMPORT_MAX_BYTES = envint("MEMCONSOLE_IMPORT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)

@@ -13,6 +13,7 @@ from memconsole.memory.models import PROFILE_SESSION
 from memconsole.memory.models import Profile as ProfileRow
 
 from .auth import actor_for, scope_for
+from .bots import forget_answer
 from .parser import JsonBody, StrictQuery
 from .schemas import (
     ForgetRequest,
@@ -112,12 +113,10 @@ def update_profile(request: HttpRequest, payload: Annotated[ProfileUpdateRequest
     return profile_change_answer(profile_type, sender_id, change)
 
 
-@router.post("forget", response=ForgetResponse, summary="Delete one episode of this scope")
+@router.post("forget", response=ForgetResponse, summary="Delete one episode, or all written in this session")
 def forget(request: HttpRequest, payload: Annotated[ForgetRequest, JsonBody(...)]) -> dict[str, Any]:
     keys = scope_for(request, *payload.scope())
-    episode = episodes.get_episode(keys, payload.episode_id)  # NotFound (404) outside this scope
-    episodes.delete(keys, actor_for(request), [episode.episode_id])
-    return {"deleted": True}
+    return forget_answer(keys, actor_for(request), payload.episode_id, payload.all)
 
 
 @router.post(

@@ -128,6 +128,17 @@ Isolation = Annotated[IsolationName, BeforeValidator(_string)]
 ProfileType = Annotated[ProfileTypeName, BeforeValidator(_string)]
 Statuses = list[Annotated[StatusName, BeforeValidator(_string)]]
 QueryId = Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)]
+# An episode's kind and metadata (issue 20; validation.validate_kind / validate_metadata).
+Kind = Annotated[
+    Text, Field(pattern=validation.KIND.pattern, description="a short label, e.g. question or fact_recalled")
+]
+Metadata = Annotated[
+    dict[str, Any],
+    Field(
+        description=f"a free-form JSON object, at most {validation.MAX_METADATA_BYTES} bytes as compact JSON and "
+        f"{validation.MAX_METADATA_DEPTH} levels deep; stored sealed like content"
+    ),
+]
 
 assert get_args(IsolationName)[:2] == (ISOLATION_SESSION, ISOLATION_BOT)
 assert get_args(ProfileTypeName) == (PROFILE_SESSION, PROFILE_SPEAKER)
@@ -187,17 +198,21 @@ class RememberRequest(ScopedRequest):
     query_id: QueryId | None = Field(
         None, description="the message that produced this memory, kept on the episode and its audit entry"
     )
+    kind: Kind | None = None
+    metadata: Metadata | None = None
 
 
 class RecallRequest(ScopedRequest):
     query: Query
     top_k: TopK | None = 5
-    sender_id: Sender | None = None
+    sender_id: Sender | None = Field(None, description="a filter: only this sender's episodes")
+    speaker_id: Sender | None = Field(None, description="the current speaker: own episodes first (not a filter)")
     importance_min: Importance | None = None
     time_after: DateTime | None = None
     time_before: DateTime | None = None
     tags: Tags | None = Field(None, description="keep episodes carrying any of these tags")
     statuses: Statuses | None = Field([STATUSES[0]], description="the statuses to search; active when absent or empty")
+    kind: Kind | None = Field(None, description="keep episodes of this kind")
 
 
 class ProfileQuery(ScopedRequest):
@@ -239,13 +254,32 @@ class ProfileUpdateRequest(ProfileQuery):
 
 
 class ForgetRequest(ScopedRequest):
-    episode_id: Annotated[
-        Text,
-        Field(
-            description="an id that /remember or /recall returned (12 hex digits); any other value names no "
-            "episode of this scope and is answered 404, like an id of another scope"
-        ),
-    ]
+    """One episode (`episode_id`), or every episode written in the session (`"all": true`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {"required": ["episode_id"], "not": {"required": ["all"], "properties": {"all": {"const": True}}}},
+                {"required": ["all"], "properties": {"all": {"const": True}}, "not": {"required": ["episode_id"]}},
+            ]
+        }
+    )
+
+    episode_id: (
+        Annotated[
+            Text,
+            Field(
+                description="an id that /remember or /recall returned (12 hex digits); any other value names no "
+                "episode of this scope and is answered 404, like an id of another scope"
+            ),
+        ]
+        | None
+    ) = None
+    all: Annotated[bool, Strict()] | None = Field(
+        None,
+        description="true: delete every episode written in this session (under bot isolation, this chat's "
+        "share of the bot's memory), audited as one batch; without episode_id",
+    )
 
 
 class InjectRequest(ScopedRequest):
@@ -254,6 +288,9 @@ class InjectRequest(ScopedRequest):
     sender_id: Sender | None = None
     sender_name: Sender | None = None
     top_k: TopK | None = 3
+    include_window: Annotated[bool, Strict()] | None = Field(
+        None, description="true: the chat's conversation window comes back as `context.history` (issue 20)"
+    )
 
 
 # --- responses ------------------------------------------------------------------------------------
@@ -299,7 +336,7 @@ class ConflictError(BaseModel):
 
 
 class Breakdown(BaseModel):
-    """score = product of these, clamped to [0, 1] (docs/design.md §4)"""
+    """score = relevance × recency × importance × speaker × update × exact, clamped to [0, 1] (docs/design.md §4)"""
 
     similarity: float
     recency: NonNegative
@@ -307,6 +344,8 @@ class Breakdown(BaseModel):
     speaker: NonNegative
     update: NonNegative
     exact: NonNegative
+    lexical: float = Field(ge=0, le=1, description="share of the query's term weight the episode contains")
+    relevance: float = Field(ge=0, le=1, description="0.7 × similarity + 0.3 × lexical; the floor applies to it")
 
 
 class Episode(BaseModel):
@@ -320,6 +359,8 @@ class Episode(BaseModel):
     sender_id: str
     sender_name: str
     status: StatusName
+    kind: str = Field(description="'' for none")
+    metadata: dict[str, Any]
 
 
 Adjusted = Field(description="the inputs stored changed to fit a limit (e.g. importance 7 stored as 5)")
@@ -345,6 +386,7 @@ class ProfileData(BaseModel):
     traits: Annotated[list[str], Field(max_length=validation.MAX_TRAITS)]
     preferences: Annotated[list[str], Field(max_length=validation.MAX_PREFERENCES)]
     notes: Annotated[str, Field(max_length=validation.MAX_NOTES)]
+    facts: dict[str, str] | None = Field(None, description="a speaker's keyed facts, {key: value} (issue 20)")
 
 
 class Profile(BaseModel):
@@ -370,11 +412,22 @@ class ProfileUpdateResponse(Profile):
 
 class ForgetResponse(BaseModel):
     deleted: Literal[True]
+    count: int = Field(ge=0, description="how many episodes were deleted (1 for one episode_id)")
 
 
 class Speaker(BaseModel):
     id: str
     name: str
+
+
+class HistoryMessage(BaseModel):
+    """One message of the conversation window (issue 20)"""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    created_at: Timestamp
+    sender_id: str
+    sender_name: str
 
 
 class InjectContext(BaseModel):
@@ -384,6 +437,7 @@ class InjectContext(BaseModel):
     session_profile: ProfileData
     speaker_profile: ProfileData
     episodes: list[Episode]
+    history: list[HistoryMessage] | None = Field(None, description="with include_window: the chat's last messages")
 
 
 class InjectResponse(BaseModel):

@@ -26,6 +26,7 @@ from ninja.renderers import JSONRenderer
 from ninja.responses import NinjaJSONEncoder
 from ninja.schema import NinjaGenerateJsonSchema
 
+from memconsole.memory import modelswitch
 from memconsole.memory.errors import (
     Conflict,
     EncryptionKeyMissing,
@@ -37,7 +38,7 @@ from memconsole.memory.errors import (
 from memconsole.memory.install import InstallState
 from memconsole.memory.models import BotToken
 
-from . import endpoints
+from . import bots, endpoints, listing
 from .auth import SCHEME, BearerToken
 from .errors import ApiError, api_error_response, conflict_response, error_response
 from .parser import StrictJSONParser
@@ -59,12 +60,13 @@ ERROR_RESPONSES = {
     429: "RateLimited",
     503: "Unavailable",
 }
-NOT_FOUND_ON = {"forget"}
+NOT_FOUND_ON = {"forget", "forget_fact"}  # forget_fact: api/bots.py (issue 20)
 CONFLICT_ON = {"update_profile"}  # 409 when `if_version` is not the stored version
 UNAVAILABLE = {
     "vector_index": "the vector index is unavailable; retry later",
     "embedding_model": "the embedding model is unavailable; retry later",
     "decryption": "stored data cannot be decrypted with the configured keys",
+    "row_integrity": "a stored row was changed outside memconsole and is not served; the health check names it",
 }
 
 
@@ -180,6 +182,8 @@ api = BotApi(
     openapi_extra={"jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema"},
 )
 api.add_router("", endpoints.router)
+api.add_router("", listing.router)
+api.add_router("", bots.router)
 
 
 def document() -> dict[str, Any]:
@@ -234,7 +238,10 @@ def _unavailable(request: HttpRequest, exc: Unavailable) -> HttpResponse:
     log.error("%s unavailable during %s %s: %s", exc.code, request.method, request.path, exc)
     if isinstance(exc, EncryptionKeyMissing):
         return error_response(503, exc.code, exc.message)
-    return error_response(503, "unavailable", UNAVAILABLE.get(exc.code, "a service is unavailable; retry later"))
+    if exc.code == "row_integrity":
+        return error_response(503, exc.code, UNAVAILABLE[exc.code])
+    message = UNAVAILABLE.get(exc.code, "a service is unavailable; retry later")
+    return error_response(503, "unavailable", message + modelswitch.error_note())  # which model answers
 
 
 @api.exception_handler(DatabaseError)

@@ -10,10 +10,14 @@ from django.utils.functional import Promise, lazy
 from django.utils.translation import gettext_lazy as _
 
 from memconsole.memory import validation
+from memconsole.memory.episode_extras import MAX_KIND_CHARS
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import ISOLATION_BOT, ISOLATION_SESSION, Status
-from memconsole.memory.paging import CURSOR
+from memconsole.memory.paging import CURSOR, SORTED_CURSOR
 from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME, derive_scope
+
+from .people_forms import PersonLookup
+from .timezones import datetime_input, in_console_zone
 
 CURSOR_ERROR = _("This page link is not valid. Go back to the first page and try again.")
 STATUS_ALL = "all"
@@ -24,6 +28,11 @@ DEFAULT_TOP_K = 10
 ISOLATION_CHOICES = [
     (ISOLATION_SESSION, _("Session (memory kept per chat session)")),
     (ISOLATION_BOT, _("Bot (memory shared by all sessions of the bot)")),
+]
+SORT_CHOICES = [
+    ("time", _("Newest first (event time)")),
+    ("importance", _("Most important first")),
+    ("stored", _("Last stored first")),
 ]
 STATUS_FILTER_CHOICES = [
     *((status.value, status.label) for status in (Status.ACTIVE, Status.ARCHIVED, Status.SUPERSEDED)),
@@ -45,13 +54,9 @@ def lazy_format(message: Promise, **values: Any) -> str:
     return lazy(lambda: str(message) % values, str)()
 
 
-def datetime_input() -> forms.DateTimeInput:
-    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
-
-
-def cursor_field() -> forms.RegexField:
+def cursor_field(pattern: str = CURSOR.pattern) -> forms.RegexField:
     return forms.RegexField(
-        regex=rf"\A{CURSOR.pattern}\Z",
+        regex=rf"\A(?:{pattern})\Z",
         required=False,
         widget=forms.HiddenInput,
         error_messages={"invalid": CURSOR_ERROR},
@@ -103,9 +108,16 @@ class EpisodeFilterForm(ConsoleForm):
         widget=forms.TextInput(attrs={"list": "speaker-list"}),
     )
     tag = forms.CharField(label=_("Tag"), required=False, max_length=validation.MAX_TAG_CHARS)
+    kind = forms.RegexField(  # an episode's kind (issue 20)
+        regex=validation.KIND,
+        label=_("Kind"),
+        required=False,
+        max_length=MAX_KIND_CHARS,
+        error_messages={"invalid": _("A kind is one word: letters, digits and _ . : - only.")},
+    )
     importance = forms.IntegerField(label=_("Minimum importance"), required=False, min_value=1, max_value=5)
-    after = forms.DateTimeField(label=_("From (UTC)"), required=False, widget=datetime_input())
-    before = forms.DateTimeField(label=_("Until (UTC)"), required=False, widget=datetime_input())
+    after = forms.DateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
+    before = forms.DateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
     limit = forms.TypedChoiceField(
         label=_("Per page"),
         choices=[(n, n) for n in validation.PAGE_SIZES],
@@ -113,7 +125,8 @@ class EpisodeFilterForm(ConsoleForm):
         required=False,
         initial=DEFAULT_PAGE_SIZE,
     )
-    cursor = cursor_field()
+    sort = forms.ChoiceField(label=_("Order"), choices=SORT_CHOICES, required=False)
+    cursor = cursor_field(SORTED_CURSOR.pattern)
 
     def clean_tag(self) -> str:
         tag: str = self.cleaned_data["tag"].strip()
@@ -145,13 +158,23 @@ class EpisodeFilterForm(ConsoleForm):
             "importance_min": data.get("importance"),
             "time_after": data.get("after"),
             "time_before": data.get("before"),
+            "kind": data.get("kind") or None,
         }
 
     @property
     def searching(self) -> bool:
         return bool(self.cleaned_data.get("q", "").strip())
 
-    FILTER_FIELDS = ("status", "sender", "tag", "importance", "after", "before")
+    @property
+    def chosen_sort(self) -> str:
+        return self.cleaned_data.get("sort") or "time"
+
+    def list_filters(self) -> dict[str, Any]:
+        """Every filter of the list (statuses and tag too), as `queries.episode_page` takes them."""
+        data = self.cleaned_data
+        return {"statuses": self.statuses(), "tag": data.get("tag") or None, **self.filters()}
+
+    FILTER_FIELDS = ("status", "sender", "tag", "kind", "importance", "after", "before")
 
     @property
     def active_filter_count(self) -> int:
@@ -178,6 +201,13 @@ class BulkActionForm(ConsoleForm):
     action = forms.ChoiceField(label=_("Bulk action"), choices=ACTIONS)
     episode_ids = forms.CharField(required=False)  # replaced by the list in clean_episode_ids
     confirmed = forms.BooleanField(required=False)
+    # "matching": act on every episode the list's filters (`filter_query`) select, not on `episode_ids`.
+    select = forms.ChoiceField(choices=[("", ""), ("matching", "matching")], required=False)
+    filter_query = forms.CharField(required=False, max_length=4000)
+
+    @property
+    def by_filter(self) -> bool:
+        return self.is_bound and self.data.get("select") == "matching"
 
     def __init__(self, data: Any = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(data, *args, **kwargs)
@@ -185,6 +215,8 @@ class BulkActionForm(ConsoleForm):
 
     def clean_episode_ids(self) -> list[str]:
         ids = list(dict.fromkeys(self.id_list))
+        if self.by_filter:
+            return []
         if not ids:
             raise forms.ValidationError(_("Select at least one episode first."))
         if len(ids) > MAX_BULK:
@@ -285,13 +317,16 @@ class VersionDiffForm(ConsoleForm):
 class AuditFilterForm(ConsoleForm):
     operation = forms.CharField(label=_("Operation"), required=False, max_length=40)
     actor = forms.CharField(label=_("Actor"), required=False, max_length=255)
-    after = forms.DateTimeField(label=_("From (UTC)"), required=False, widget=datetime_input())
-    before = forms.DateTimeField(label=_("Until (UTC)"), required=False, widget=datetime_input())
+    after = forms.DateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
+    before = forms.DateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
     space = forms.CharField(
         label=_("Space"), required=False, max_length=400, help_text=_("A scope key, or a bot UUID for all its spaces.")
     )
     target = forms.CharField(
         label=_("Target"), required=False, max_length=300, help_text=_("An id, or type:id such as user:3.")
+    )
+    batch = forms.RegexField(
+        label=_("Batch"), required=False, regex=r"\A[0-9a-f]{32}\Z", help_text=_("A bulk action's batch id.")
     )
     cursor = cursor_field()
 
@@ -323,6 +358,8 @@ IMPORT_FORMATS = [
     ("langbot", _("LangBot LongTermMemory export (JSON)")),
     ("jw-agents", _("jw-agents memory.db (SQLite)")),
     ("bot-memory", _("agent-memory memory.db (SQLite)")),
+    ("mem0", _("mem0 / OpenMemory export (zip or JSON)")),
+    ("letta", _("Letta agent file or archival export (JSON)")),
 ]
 
 
@@ -359,7 +396,7 @@ class ImportForm(ConsoleForm):
         return data
 
 
-class ErasureForm(ConsoleForm):
+class ErasureForm(PersonLookup, ConsoleForm):
     """Whom to erase. The speaker id is kept exactly as typed (episodes store it unstripped); a user
     limited to some bots picks one of them, since erasing across every bot needs an unrestricted admin."""
 
@@ -372,7 +409,7 @@ class ErasureForm(ConsoleForm):
     )
 
     def __init__(self, *args: Any, bots: frozenset[str] | None = None, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(*args, bots=bots, **kwargs)  # PersonLookup: a name is looked up among these bots
         if bots is not None:
             field = self.fields["bot_uuid"]
             field.widget = forms.Select(choices=[(bot, bot) for bot in sorted(bots)])

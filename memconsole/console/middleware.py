@@ -1,11 +1,15 @@
-"""Security headers that Django 5.2 does not set itself."""
+"""Security headers that Django 5.2 does not set itself, and the console's time zone."""
 
 from __future__ import annotations
 
+import zoneinfo
 from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from .timezones import chosen_zone
 
 # Everything the console loads comes from this origin: no inline scripts or styles, no CDN.
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -28,6 +32,25 @@ def security_headers(get_response: Callable[[HttpRequest], HttpResponse]) -> Cal
         response = get_response(request)
         response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
         return response
+
+    return middleware
+
+
+def time_zone(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[HttpRequest], HttpResponse]:
+    """Shows and reads every console time in one zone (`timezones.chosen_zone`). After the session
+    middleware; `request.time_zone_source` says where the zone came from (templates and console.js)."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        zone, source = chosen_zone(request)
+        request.time_zone_source = source  # type: ignore[attr-defined]
+        if zone:
+            timezone.activate(zoneinfo.ZoneInfo(zone))
+        else:
+            timezone.deactivate()
+        try:
+            return get_response(request)
+        finally:
+            timezone.deactivate()
 
     return middleware
 

@@ -7,6 +7,10 @@ Like the result rows of Django's own admin changelist (`items_for_result`), they
 instead: each URL is reversed once per page and filled in per row, the labels are translated once
 per page, every value is escaped, and the row actions are buttons of the page's one `row-actions`
 form (in _episode_table.html, with its only CSRF token), each posting to its own `formaction`.
+
+Each row has one actions menu (a `<details>`, so it opens without JavaScript): Open, Edit (when the
+edit screen exists), Archive or Restore (no confirmation: the re-rendered row offers an Undo) and
+Delete (confirmed, saying truthfully what the audit log keeps).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 
 from django.template.defaultfilters import floatformat, truncatechars
 from django.template.loader import render_to_string
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
@@ -31,6 +35,11 @@ NO_TAGS = '<span class="muted">—</span>'
 CONFIRMED = """ hx-vals='{"confirmed": "1"}'"""
 # Any id the `episode` path converter accepts; only used to cut reversed URLs in two.
 SAMPLE_ID = "0" * 12
+# The episode edit screen's URL name (engineer H6's); the menu links it only when it exists.
+EDIT_URL_NAME = "console:episode_edit"
+# The action that undoes each undoable one (restoring a superseded episode has no undo).
+UNDO = {"archive": "restore", "restore": "archive"}
+UNDO_FLAG = """ hx-vals='{"undo": "1"}'"""
 
 
 class _UrlPattern:
@@ -41,6 +50,13 @@ class _UrlPattern:
 
     def for_episode(self, episode_id: str) -> str:
         return escape(f"{self.prefix}{episode_id}{self.suffix}")
+
+
+def _edit_pattern(scope_pk: int) -> _UrlPattern | None:
+    try:
+        return _UrlPattern(EDIT_URL_NAME, scope_pk)
+    except NoReverseMatch:
+        return None
 
 
 def column_labels() -> dict[str, str]:
@@ -68,21 +84,32 @@ class RowRenderer:
         self._archive = _UrlPattern("console:episode_archive", scope_pk)
         self._restore = _UrlPattern("console:episode_restore", scope_pk)
         self._delete = _UrlPattern("console:episode_delete", scope_pk)
+        self._edit = _edit_pattern(scope_pk) if can_operate else None
         self.labels = column_labels()
         self._label = {name: escape(text) for name, text in self.labels.items()}
         self._unknown = f'<span class="muted">{escape(_("unknown"))}</span>'
         self._buttons = {
             name: escape(text)
-            for name, text in (("archive", _("Archive")), ("restore", _("Restore")), ("delete", _("Delete")))
+            for name, text in (
+                ("archive", _("Archive")),
+                ("restore", _("Restore")),
+                ("delete", _("Delete…")),
+                ("undo", _("Undo")),
+                ("open", _("Open")),
+                ("edit", _("Edit")),
+                ("menu", _("Actions")),
+            )
         }
-        self._read_only = f'<span class="muted">{escape(_("read only"))}</span>'
+        read_only = _("read only")
+        self._read_only = f'<span class="muted">{escape(read_only)}</span>'
         # Translated once; per row only the id is filled in.
         self._select = _("Select episode %(id)s")
-        self._confirm = {
-            "archive": _("Archive episode %(id)s? It stays stored but is no longer recalled."),
-            "restore": _("Restore episode %(id)s? It becomes active and is recalled again."),
-            "delete": _("Delete episode %(id)s for good? This cannot be undone."),
-        }
+        self._menu_label = _("Actions for episode %(id)s")
+        self._undo_label = {"archive": _("Undo: restore episode %(id)s"), "restore": _("Undo: archive episode %(id)s")}
+        self._confirm = _(
+            "Delete episode %(id)s? The episode and its search vector are removed. The audit log keeps "
+            "a copy of its content (its before-image) unless the person is erased."
+        )
         self._pills: dict[str, str] = {}
 
     def rows(self, episodes: Sequence[Episode] = (), hits: Sequence[Any] = ()) -> list[SafeString]:
@@ -91,7 +118,9 @@ class RowRenderer:
             return [self.row(hit.episode, hit) for hit in hits]
         return [self.row(episode) for episode in episodes]
 
-    def row(self, episode: Episode, hit: Any = None, flash: str = "") -> SafeString:
+    def row(self, episode: Episode, hit: Any = None, flash: str = "", undo: str = "") -> SafeString:
+        """One row; `flash` says what an inline action just did, `undo` names the action (in UNDO)
+        whose Undo button the row offers beside it."""
         episode_id = escape(episode.episode_id)
         status = episode.effective_status
         label = self._label
@@ -114,32 +143,48 @@ class RowRenderer:
         cells.append(f'<td data-label="{label["tags"]}">{tags or NO_TAGS}</td>')
         cells.append(f'<td data-label="{label["importance"]}">{escape(str(episode.importance))}</td>')
         flash_html = f' <span class="flash" role="status">{escape(flash)}</span>' if flash else ""
+        if flash and undo in UNDO and self.can_operate:
+            flash_html += self._undo_button(undo, episode.episode_id)
         cells.append(f'<td data-label="{label["status"]}">{self._pill(status)}{flash_html}</td>')
         cells.append(f'<td class="actions">{self._actions(episode, status)}</td></tr>')
         return mark_safe("".join(cells))  # every value above is escaped
 
     def _actions(self, episode: Episode, status: str) -> str:
-        if not self.actions:
-            return self._read_only
         episode_id = episode.episode_id
-        buttons = []
+        items = [f'<a href="{self._detail.for_episode(episode_id)}">{self._buttons["open"]}</a>']
+        if self._edit is not None:
+            items.append(f'<a href="{self._edit.for_episode(episode_id)}">{self._buttons["edit"]}</a>')
+        if not self.actions:
+            return f"{items[0]} {self._read_only}"
         if self.can_operate and status != Status.ARCHIVED:
-            buttons.append(self._button("archive", self._archive.for_episode(episode_id), "secondary", episode_id))
+            items.append(self._button("archive", self._archive.for_episode(episode_id), "secondary"))
         if self.can_operate and status != Status.ACTIVE:
-            buttons.append(self._button("restore", self._restore.for_episode(episode_id), "secondary", episode_id))
+            items.append(self._button("restore", self._restore.for_episode(episode_id), "secondary"))
         if self.can_delete:
-            buttons.append(
-                self._button("delete", self._delete.for_episode(episode_id), "danger", episode_id, CONFIRMED)
-            )
-        return " ".join(buttons)
+            confirm = escape(self._confirm % {"id": episode_id})
+            extra = f'{CONFIRMED} hx-confirm="{confirm}"'
+            items.append(self._button("delete", self._delete.for_episode(episode_id), "danger", extra))
+        label = escape(self._menu_label % {"id": episode_id})
+        return (
+            f'<details class="row-menu"><summary aria-label="{label}">{self._buttons["menu"]}</summary>'
+            f'<div class="row-menu-items">{"".join(items)}</div></details>'
+        )
 
-    def _button(self, action: str, url: str, css: str, episode_id: str, extra: str = "") -> str:
+    def _button(self, action: str, url: str, css: str, extra: str = "") -> str:
         # Without JavaScript the button submits the row-actions form to `formaction`; with htmx it
         # posts the same form (its CSRF token and `next`) and swaps the row in place.
-        confirm = escape(self._confirm[action] % {"id": episode_id})
         return (
             f'<button type="submit" form="row-actions" formaction="{url}" class="{css}" hx-post="{url}" '
-            f'hx-target="closest tr" hx-swap="outerHTML"{extra} hx-confirm="{confirm}">{self._buttons[action]}</button>'
+            f'hx-target="closest tr" hx-swap="outerHTML"{extra}>{self._buttons[action]}</button>'
+        )
+
+    def _undo_button(self, done: str, episode_id: str) -> str:
+        """The Undo of an inline archive or restore: the opposite action, right beside its message."""
+        url = (self._restore if UNDO[done] == "restore" else self._archive).for_episode(episode_id)
+        label = escape(self._undo_label[done] % {"id": episode_id})
+        return (
+            f' <button type="submit" form="row-actions" formaction="{url}" class="link undo" hx-post="{url}" '
+            f'hx-target="closest tr" hx-swap="outerHTML"{UNDO_FLAG} aria-label="{label}">{self._buttons["undo"]}</button>'
         )
 
     @staticmethod
@@ -174,6 +219,10 @@ def episode_table(
     return {"rows": renderer.rows(episodes, hits), "labels": renderer.labels, "row_actions": renderer.actions}
 
 
-def episode_row(scope_pk: int, permissions: dict[str, bool], episode: Episode, flash: str = "") -> SafeString:
-    """One row alone, for the row an htmx action re-renders in place (with its `flash` message)."""
-    return RowRenderer(scope_pk, permissions["can_operate"], permissions["can_delete"]).row(episode, flash=flash)
+def episode_row(
+    scope_pk: int, permissions: dict[str, bool], episode: Episode, flash: str = "", undo: str = ""
+) -> SafeString:
+    """One row alone, for the row an htmx action re-renders in place (with its `flash` message and,
+    after an archive or restore, `undo` naming it so the row offers its Undo)."""
+    renderer = RowRenderer(scope_pk, permissions["can_operate"], permissions["can_delete"])
+    return renderer.row(episode, flash=flash, undo=undo)

@@ -327,3 +327,56 @@ def embed_query(texts: list[str]) -> np.ndarray:
 
 def current_model_id() -> str:
     return get_embedder().model_id
+
+
+# --- the model an index was built with (a safe model switch, memconsole/memory/reembed.py) -------------
+
+_previous: dict[str, OnnxEmbedder | LexicalEmbedder | None] = {}
+
+
+def spec_for_model_id(model_id: str) -> ModelSpec | None:
+    """The registry entry whose id prefix `model_id` carries (`f"{id_prefix}-{sha16}"`), or None."""
+    for spec in REGISTRY.values():
+        rest = model_id.removeprefix(spec.id_prefix + "-")
+        if rest != model_id and len(rest) == 16 and all(c in "0123456789abcdef" for c in rest):
+            return spec
+    return None
+
+
+def embedder_for(model_id: str, folders: list[Path]) -> OnnxEmbedder | LexicalEmbedder | None:
+    """An embedder that makes exactly the vectors of `model_id`, or None when its files are nowhere.
+
+    The lexical fallback is always available; a model is looked for in `folders` (first the one it
+    was recorded in, then its default folder) and its file's sha256 must match the id. Kept per
+    process, so that each model file is hashed and loaded once.
+    """
+    if model_id == FALLBACK_ID:
+        return LexicalEmbedder()
+    current = get_embedder()
+    if current.model_id == model_id:
+        return current
+    with _lock:
+        if model_id in _previous:
+            return _previous[model_id]
+    spec = spec_for_model_id(model_id)
+    found: OnnxEmbedder | LexicalEmbedder | None = None
+    if spec is not None:
+        for folder in folders:
+            files = find_model_files(folder)
+            if files is None or f"{spec.id_prefix}-{file_sha256(files.onnx)[:16]}" != model_id:
+                continue
+            try:
+                found = OnnxEmbedder(files, spec)
+            except EmbeddingError:
+                log.warning("cannot load the earlier embedding model %s from %s", model_id, folder, exc_info=True)
+                continue
+            break
+    with _lock:
+        _previous[model_id] = found
+    return found
+
+
+def forget_previous() -> None:
+    """Unload the earlier models (a switch is complete, or the settings changed)."""
+    with _lock:
+        _previous.clear()

@@ -10,6 +10,9 @@ Collections are named from a hash of the user_key (Chroma names are limited to 6
 characters) and record the user_key and the embedding model id in their metadata. Searching a
 collection made by another model raises `ModelMismatch`; `reindex` rebuilds it.
 
+A model switch keeps copies of a scope's collection (vectorswitch.py): `upsert` and `query` go to
+the copy of `model_id`; deletes, metadata updates, `all_ids`, `drop` and `rebuild_collection` cover all.
+
 The client is built lazily on first use, never at import time (so never before a fork): the
 embedded `PersistentClient` under CHROMA_PATH, or an `HttpClient` for CHROMA_HOST:CHROMA_PORT.
 """
@@ -30,7 +33,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from . import metrics
+from . import chromafiles, metrics, vectorswitch
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 
@@ -118,6 +121,10 @@ def collection_name(user_key: str) -> str:
     return COLLECTION_PREFIX + hashlib.sha256(user_key.encode("utf-8")).hexdigest()[:40]
 
 
+def _copies(user_key: str) -> list[Any]:
+    return list(_call("read", vectorswitch.copies, get_client(), collection_name(user_key)))
+
+
 def _collection(user_key: str, model_id: str | None, create: bool) -> Any:
     client = get_client()
     name = collection_name(user_key)
@@ -159,9 +166,13 @@ def _call(what: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 @metrics.vector_index_call("write")
 def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, metadatas: list[dict[str, Any]]) -> None:
+    """Write vectors into the copy of `model_id` (created when missing, even for no `ids`)."""
+    collection = _call(
+        "write", vectorswitch.write_target, get_client(), collection_name(user_key), user_key, model_id, SPACE
+    )
+    _check_model(collection, model_id)  # a staging copy of yet another model: the switch drops it first
     if not ids:
         return
-    collection = _collection(user_key, model_id, create=True)
     for meta in metadatas:
         if meta.get("user_key") != user_key:
             raise VectorIndexError("refusing to write a vector whose user_key is not its collection's")
@@ -172,22 +183,24 @@ def upsert(user_key: str, model_id: str, ids: list[str], vectors: np.ndarray, me
 def update_metadata(user_key: str, ids: list[str], metadatas: list[dict[str, Any]]) -> list[str]:
     """Update the metadata of those of `ids` that have a vector; returns the ids updated (the
     others have no vector to update: their rows need re-embedding)."""
-    collection = _collection(user_key, None, create=False)
-    if collection is None or not ids:
+    if not ids:
         return []
-    existing = set(_call("read", collection.get, ids=ids, include=[])["ids"])
-    pairs = [(i, m) for i, m in zip(ids, metadatas, strict=True) if i in existing]
-    if pairs:
-        _call("update", collection.update, ids=[p[0] for p in pairs], metadatas=[p[1] for p in pairs])
-    return [p[0] for p in pairs]
+    updated: list[str] = []
+    for collection in _copies(user_key):
+        existing = set(_call("read", collection.get, ids=ids, include=[])["ids"])
+        pairs = [(i, m) for i, m in zip(ids, metadatas, strict=True) if i in existing]
+        if pairs:
+            _call("update", collection.update, ids=[p[0] for p in pairs], metadatas=[p[1] for p in pairs])
+        updated.extend(p[0] for p in pairs if p[0] not in updated)
+    return updated
 
 
 @metrics.vector_index_call("delete")
 def delete(user_key: str, ids: list[str]) -> None:
-    collection = _collection(user_key, None, create=False)
-    if collection is None or not ids:
+    if not ids:
         return
-    _call("delete", collection.delete, ids=ids)
+    for collection in _copies(user_key):
+        _call("delete", collection.delete, ids=ids)
 
 
 @metrics.vector_index_call("query")
@@ -204,13 +217,22 @@ def query(
     (the isolation health check re-checks it per vector; recall need not pay ~2 ms for it)."""
     name = collection_name(user_key)
     collection = _handles.get(name)
+    if collection is not None and vectorswitch.model_of(collection) not in (model_id, ""):
+        _handles.pop(name, None)  # promoted since (a model switch): look again
+        collection = None
     cached = collection is not None
-    if collection is not None:
-        _check_model(collection, model_id)
-    else:
-        collection = _collection(user_key, model_id, create=False)
-        if collection is None:
-            return []
+    if collection is None:
+        try:
+            collection = _collection(user_key, model_id, create=False)
+        except ModelMismatch:
+            # A model switch under way: the staging (or previous) collection holds this model.
+            collection = _call("read", vectorswitch.holding, get_client(), name, model_id)
+            if collection is None:
+                raise
+        if collection is None:  # no serving collection (none yet, or between promote's renames)
+            collection = _call("read", vectorswitch.holding, get_client(), name, model_id)
+            if collection is None:
+                return []
     owner = (collection.metadata or {}).get("user_key")
     if owner != user_key:
         _handles.pop(name, None)
@@ -232,7 +254,8 @@ def query(
             _handles.pop(name, None)
             return query(user_key, model_id, vector, n_results, where, include_metadata)
         raise VectorIndexError(f"vector index search failed ({describe()}): {exc}") from exc
-    _handles[name] = collection
+    if collection.name == name:
+        _handles[name] = collection
     metadatas = result["metadatas"][0] if include_metadata else [None] * len(result["ids"][0])
     return [
         Hit(episode_id, 1.0 - float(distance), dict(meta or {}))
@@ -242,17 +265,17 @@ def query(
 
 @metrics.vector_index_call("read")
 def all_ids(user_key: str, batch: int = 5000) -> list[str]:
-    collection = _collection(user_key, None, create=False)
-    if collection is None:
-        return []
-    ids: list[str] = []
-    offset = 0
-    while True:
-        page = _call("read", collection.get, include=[], limit=batch, offset=offset)["ids"]
-        ids.extend(page)
-        if len(page) < batch:
-            return ids
-        offset += batch
+    """Every vector id `user_key` holds, in any of its collections (serving, staging, previous)."""
+    ids: dict[str, None] = {}  # in order, once each
+    for collection in _copies(user_key):
+        offset = 0
+        while True:
+            page = _call("read", collection.get, include=[], limit=batch, offset=offset)["ids"]
+            ids.update(dict.fromkeys(page))
+            if len(page) < batch:
+                break
+            offset += batch
+    return list(ids)
 
 
 @metrics.vector_index_call("read")
@@ -276,16 +299,31 @@ def collection_model(user_key: str) -> str | None:
     return None if collection is None else (collection.metadata or {}).get("model", "")
 
 
+def staging_model(user_key: str) -> str | None:
+    """The model of `user_key`'s staging collection (a model switch under way), or None."""
+    staging = _call("read", vectorswitch.named, get_client(), vectorswitch.names(collection_name(user_key))[1])
+    return None if staging is None else vectorswitch.model_of(staging)
+
+
+def promote(user_key: str) -> bool:
+    """Make `user_key`'s staging collection the serving one (vectorswitch.promote)."""
+    _handles.pop(collection_name(user_key), None)
+    promoted = bool(_call("rename", vectorswitch.promote, get_client(), collection_name(user_key)))
+    _handles.pop(collection_name(user_key), None)
+    return promoted
+
+
+def list_collection_models() -> dict[str, tuple[str, str]]:
+    """{collection name: (user_key, model id)} of every memconsole collection in the index."""
+    return dict(_call("list", vectorswitch.list_models, get_client(), COLLECTION_PREFIX))
+
+
 @metrics.vector_index_call("drop")
 def drop(user_key: str) -> None:
-    """Delete `user_key`'s whole collection (its segment files go with it)."""
-    client = get_client()
+    """Delete `user_key`'s whole collection, and its staging and previous ones (segment files go with them)."""
     _handles.pop(collection_name(user_key), None)
-    try:
-        client.delete_collection(collection_name(user_key))
-    except Exception as exc:
-        if type(exc).__name__ != "NotFoundError":
-            raise VectorIndexError(f"vector index drop failed ({describe()}): {exc}") from exc
+    for name in vectorswitch.names(collection_name(user_key)):
+        _call("drop", vectorswitch.delete_named, get_client(), name)
 
 
 def drop_collection(name: str) -> None:
@@ -321,13 +359,22 @@ def rebuild_collection(user_key: str, batch: int = 2000) -> int:
     chromadb's delete only marks vectors deleted inside the HNSW files; a copy holds only the
     live ones. Copies in batches into a temporary collection that is then renamed, so memory stays
     flat. Returns how many vectors were kept. Follow with `compact_storage()` on embedded Chroma.
+    A model switch's staging copy (if any) is rebuilt too and its previous one dropped.
     """
-    old = _collection(user_key, None, create=False)
-    if old is None:
-        return 0
-    client = get_client()
-    name = collection_name(user_key)
+    serving, staging, previous = vectorswitch.names(collection_name(user_key))
+    kept = _rebuild_named(serving, batch)
+    if _call("read", vectorswitch.named, get_client(), staging) is not None:
+        _rebuild_named(staging, batch)  # (same temporary name as the serving one's: one after the other)
+    drop_collection(previous)
+    return kept
+
+
+def _rebuild_named(name: str, batch: int) -> int:
+    old = _call("read", vectorswitch.named, get_client(), name)
     temp_name = name[:40] + REBUILD_SUFFIX  # still a valid, memconsole-prefixed name of <= 63 characters
+    if old is None:  # dropped by a rebuild killed before its rename: finish it (erasure's resume)
+        return int(_call("rename", chromafiles.finish_rename, get_client(), temp_name, name))
+    client = get_client()
     try:
         client.delete_collection(temp_name)  # a leftover of an interrupted rebuild
     except Exception as exc:
@@ -359,7 +406,7 @@ def rebuild_collection(user_key: str, batch: int = 2000) -> int:
         offset += len(page["ids"])
     _handles.pop(name, None)
     _call("drop", client.delete_collection, name)
-    _call("rename", temp.modify, name=name)
+    _call("rename", chromafiles.scrub_and_rename, client, temp, name)  # HNSW capacity written uninitialised
     return kept
 
 

@@ -24,6 +24,14 @@ from django.db import DatabaseError
 from pydantic import BaseModel, ConfigDict, Field, Strict
 from pydantic import ValidationError as ArgumentError
 
+from memconsole.api.bots import (
+    FactForgetRequest,
+    FactQuery,
+    FactRequest,
+    MessageQuery,
+    MessageRequest,
+    forget_answer,
+)
 from memconsole.api.endpoints import profile_answer, profile_change_answer
 from memconsole.api.errors import refusal
 from memconsole.api.schemas import (
@@ -36,7 +44,7 @@ from memconsole.api.schemas import (
     ScopedRequest,
 )
 from memconsole.api.site import UNAVAILABLE
-from memconsole.memory import episodes, injection, profiles, queries, retrieval
+from memconsole.memory import episodes, facts, injection, profiles, queries, retrieval, window
 from memconsole.memory.audit import Actor
 from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
 from memconsole.memory.models import PROFILE_SESSION
@@ -96,10 +104,7 @@ def _recall(actor: Actor, request: RecallRequest) -> dict[str, Any]:
 
 
 def _forget(actor: Actor, request: ForgetRequest) -> dict[str, Any]:
-    keys = scope_for(actor, request)
-    episode = episodes.get_episode(keys, request.episode_id)  # NotFound outside this scope
-    episodes.delete(keys, actor, [episode.episode_id])
-    return {"deleted": True}
+    return forget_answer(scope_for(actor, request), actor, request.episode_id, request.all)
 
 
 def _get_profile(actor: Actor, request: ProfileQuery) -> dict[str, Any]:
@@ -145,6 +150,35 @@ def _list_sessions(actor: Actor, request: ListSessionsRequest) -> dict[str, Any]
     }
 
 
+# Issue 20: keyed facts and the conversation window (the API's twins are in api/bots.py).
+
+
+def _remember_fact(actor: Actor, request: FactRequest) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    return facts.remember_fact(keys, actor, request.subject, request.key, request.value).as_dict()
+
+
+def _recall_facts(actor: Actor, request: FactQuery) -> dict[str, Any]:
+    found = facts.recall_facts(scope_for(actor, request), request.subject, request.key)
+    return {"facts": [fact.as_dict() for fact in found]}
+
+
+def _forget_fact(actor: Actor, request: FactForgetRequest) -> dict[str, Any]:
+    facts.forget_fact(scope_for(actor, request), actor, request.subject, request.key)
+    return {"forgotten": True}
+
+
+def _append_message(actor: Actor, request: MessageRequest) -> dict[str, Any]:
+    fields = request.operation_fields(exclude={"role", "content"})
+    return window.append_message(scope_for(actor, request), actor, request.role, request.content, **fields).as_dict()
+
+
+def _recent_messages(actor: Actor, request: MessageQuery) -> dict[str, Any]:
+    keys = scope_for(actor, request)
+    found = window.recent_messages(keys, request.limit)
+    return {"messages": [m.as_dict() for m in found], "window_size": window.window_size(keys.bot_uuid)}
+
+
 # --- the catalogue ------------------------------------------------------------------------------
 
 
@@ -186,7 +220,14 @@ TOOLS: dict[str, Tool] = {
             _recall,
             READ,
         ),
-        Tool("forget", "Delete one episode of a chat's memory for good.", ForgetRequest, _forget, DELETE),
+        Tool(
+            "forget",
+            "Delete one episode of a chat's memory for good (episode_id), or with all=true every episode "
+            "written in this session; answers how many were deleted.",
+            ForgetRequest,
+            _forget,
+            DELETE,
+        ),
         Tool(
             "get_profile",
             "A chat's profile, or one speaker's (type 'speaker' with sender_id): name, traits, preferences, notes.",
@@ -215,6 +256,31 @@ TOOLS: dict[str, Tool] = {
             "The memory spaces (bot, chat, isolation) of the bots this token holds, most recently used first.",
             ListSessionsRequest,
             _list_sessions,
+            READ,
+        ),
+        Tool(
+            "remember_fact",
+            "Remember one fact as subject, key and value (e.g. a speaker's sender_id, 'city', 'Berlin'); a new "
+            "value for the same subject and key replaces the old one, which is kept in its history.",
+            FactRequest,
+            _remember_fact,
+            WRITE,
+        ),
+        Tool("recall_facts", "The current facts about a subject (or one key of it).", FactQuery, _recall_facts, READ),
+        Tool("forget_fact", "Forget one fact (subject and key) for good.", FactForgetRequest, _forget_fact, DELETE),
+        Tool(
+            "append_message",
+            "Add a message (role user, assistant, system or tool) to this chat's short-term conversation window; "
+            "the oldest beyond the bot's window size drop out.",
+            MessageRequest,
+            _append_message,
+            WRITE,
+        ),
+        Tool(
+            "recent_messages",
+            "The last messages of this chat's conversation window, oldest first.",
+            MessageQuery,
+            _recent_messages,
             READ,
         ),
     ]

@@ -16,6 +16,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import uuid
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
@@ -24,6 +27,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import rowstate
 from .errors import PermissionDenied
 from .models import AuditEntry, AuditHead, canonical_json
 from .reports import Report
@@ -33,6 +37,25 @@ if TYPE_CHECKING:
 
 GENESIS = "0" * 64
 SUMMARY_MAX = 240
+# The batch id of the bulk action running in this context (`batch()`), "" outside one.
+_BATCH: ContextVar[str] = ContextVar("audit_batch", default="")
+
+
+@contextmanager
+def batch() -> Iterator[str]:
+    """Group every entry appended inside the block into one batch (a bulk console action): each
+    stores the yielded id in `AuditEntry.batch_id` and in its payload (covered by the chain)."""
+    batch_id = uuid.uuid4().hex
+    token = _BATCH.set(batch_id)
+    try:
+        yield batch_id
+    finally:
+        _BATCH.reset(token)
+
+
+def current_batch() -> str:
+    """The id of the batch being appended (`batch()`), "" outside one."""
+    return _BATCH.get()
 
 
 @dataclass(frozen=True)
@@ -78,6 +101,11 @@ def audit_key() -> bytes:
     if key:
         return key.encode()
     return hmac.new(settings.SECRET_KEY.encode(), b"memconsole-audit-chain-v1", hashlib.sha256).digest()
+
+
+def key_id() -> str:
+    """A public fingerprint of the audit key (`InstallState.audit_key_id`; reveals nothing of it)."""
+    return hmac.new(audit_key(), b"memconsole-audit-key-id", hashlib.sha256).hexdigest()[:16]
 
 
 def payload_digest(payload: dict[str, Any]) -> str:
@@ -134,6 +162,8 @@ def _structural(entry: AuditEntry) -> bytes:
         entry.payload_digest,
         entry.prev_hash,
     ]
+    if entry.row_states:  # only entries that record row states (older entries hash as they always did)
+        fields.append(entry.row_states)
     return canonical_json(fields).encode()
 
 
@@ -176,10 +206,15 @@ def append(
     before: Any = None,
     after: Any = None,
     metadata: dict[str, Any] | None = None,
+    rows: Iterable[Any] = (),
 ) -> AuditEntry:
-    """Append one entry to the chain. Call inside `transaction.atomic()`."""
+    """Append one entry to the chain. Call inside `transaction.atomic()`, after saving the rows
+    the entry is about: it records the after-state of every episode and profile sealed or saved in
+    the transaction since the previous append (`rowstate`), and of `rows` (rows changed with
+    `QuerySet.update()` or `bulk_update()`, which no signal reports: pass them refreshed)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit.append must run inside transaction.atomic()")
+    row_states = rowstate.encode(rowstate.digests([*rowstate.take(), *rows], audit_key()))
     payload = {
         "summary": summary[:SUMMARY_MAX],
         "sender_name": sender_name,
@@ -187,6 +222,9 @@ def append(
         "after": after,
         "metadata": metadata or {},
     }
+    batch_id = current_batch()
+    if batch_id:
+        payload["batch_id"] = batch_id
     head = _head_for_update()
     entry = AuditEntry(
         seq=head.seq + 1,
@@ -203,6 +241,8 @@ def append(
         query_id=query_id[:255],
         payload_digest=payload_digest(payload),
         prev_hash=head.entry_hash,
+        batch_id=batch_id,
+        row_states=row_states,
     )
     entry.set_payload(payload)
     entry.entry_hash = entry_hash(entry)

@@ -20,6 +20,7 @@ from memconsole.lib import embeddings, metrics, vectors
 from . import audit, ranking
 from .audit import Actor
 from .counters import count
+from .episode_extras import prefetch_metadata, save_metadata
 from .errors import NotFound, ValidationError, VectorIndexUnavailable, unavailable_on_failure
 from .filters import EpisodeFilter
 from .models import SOURCES, STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, new_episode_id
@@ -35,7 +36,9 @@ from .validation import (
     text,
     validate_datetime,
     validate_episode_ids,
+    validate_kind,
     validate_list_limit,
+    validate_metadata,
     validate_tags,
 )
 
@@ -70,6 +73,8 @@ def episode_image(episode: Episode) -> dict[str, Any]:
         "superseded_by": episode.superseded_by,
         "imported_episode_id": episode.imported_episode_id,
         "query_id": episode.query_id,
+        "kind": episode.kind,
+        "metadata": episode.metadata,
     }
 
 
@@ -97,15 +102,18 @@ def remember(
     timestamp: Any = None,
     source: str = "agent",
     query_id: Any = "",
+    kind: Any = "",
+    metadata: Any = None,
 ) -> RememberResult:
     """Store one episode (content trimmed). A correction/fact-update/clarification tag, in any letter
     case, supersedes active episodes of the same user_key AND the same sender (none for none) whose
     similarity to it is at least 0.85, in the same audited transaction (docs/design.md §4).
 
     An importance outside 1-5 is stored clamped and named in `adjusted`; `query_id` (the message that
-    produced the memory) is kept on the episode and its audit entry. Raises `Unavailable` when the
-    embedding model fails; with the vector index down the episode is still stored (not indexed, and
-    nothing superseded).
+    produced the memory) is kept on the episode and its audit entry; `kind` (a short label) and
+    `metadata` (a JSON object, sealed like content) are checked by `validate_kind`/`validate_metadata`.
+    Raises `Unavailable` when the embedding model fails; with the vector index down the episode is
+    still stored (not indexed, and nothing superseded).
     """
     actor.require_bot(keys)
     content = text(content, "content", max_content_chars(), required=True).strip()
@@ -116,6 +124,8 @@ def remember(
     sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
     timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
+    kind = validate_kind(kind)
+    metadata = validate_metadata(metadata)
     if source not in SOURCES:
         raise ValidationError(f"unknown source {source!r}", field="source")
 
@@ -152,10 +162,12 @@ def remember(
             sender_name=sender_name,
             source=source,
             query_id=query_id,
+            kind=kind,
             created_at=now,
             updated_at=now,
         )
         episode.save(force_insert=True)
+        save_metadata(episode, metadata)
         superseded = list(
             Episode.objects.in_scope(keys.user_key)
             .filter(status=STATUS_ACTIVE, sender_id=sender_id)
@@ -235,7 +247,9 @@ def list_episodes(keys: ScopeKeys, *, cursor: Any = None, limit: int = 25, **fil
 # --- lifecycle ----------------------------------------------------------------------------------
 
 
-def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: Any, status: str, operation: str) -> list[Episode]:
+def _set_status(
+    keys: ScopeKeys, actor: Actor, episode_ids: Any, status: str, operation: str, note: dict[str, Any] | None = None
+) -> list[Episode]:
     actor.require_bot(keys)
     episode_ids = validate_episode_ids(episode_ids)
     changed = []
@@ -270,6 +284,7 @@ def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: Any, status: str, op
                 summary=f"{operation}: {before} → {status}",
                 before={"status": before},
                 after={"status": status},
+                metadata=note,
             )
             changed.append(episode)
         if deltas:
@@ -278,9 +293,12 @@ def _set_status(keys: ScopeKeys, actor: Actor, episode_ids: Any, status: str, op
     return changed
 
 
-def archive(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episode]:
-    """Archive episodes (kept, searchable only when asked for). Returns those that changed."""
-    return _set_status(keys, actor, episode_ids, STATUS_ARCHIVED.value, "archive")
+def archive(
+    keys: ScopeKeys, actor: Actor, episode_ids: list[str], *, note: dict[str, Any] | None = None
+) -> list[Episode]:
+    """Archive episodes (kept, searchable only when asked for). Returns those that changed. `note`
+    goes into each audit entry's metadata (the reason of a fix made from an injection snapshot)."""
+    return _set_status(keys, actor, episode_ids, STATUS_ARCHIVED.value, "archive", note)
 
 
 def restore(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episode]:
@@ -296,6 +314,7 @@ def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
         rows = list(Episode.objects.in_scope(keys.user_key).with_ids(episode_ids).select_for_update())
         if len(rows) != len(set(episode_ids)):
             raise NotFound("no such episode in this scope")
+        prefetch_metadata(rows)  # each audit entry keeps the deleted episode's metadata too
         deltas: dict[str, int] = {}
         for episode in rows:
             audit.append(

@@ -12,10 +12,13 @@
   (`audit.erase_identifiers`); the chain still verifies;
 and writes one audited receipt with the counts, naming the person only by that keyed digest.
 
-Deleting is not enough to remove bytes from disk, so afterwards:
-- each vector collection that held their episodes is rebuilt (a copy of the remaining vectors
-  replaces it: chromadb's delete only marks HNSW entries deleted), and embedded Chroma is
-  compacted (orphaned segment folders removed, chroma.sqlite3 vacuumed);
+Deleting is not enough to remove bytes from disk, so afterwards (erasure_index.py, journaled: a
+run killed half way is finished by running it again, or `erase_subject --resume`):
+- each vector collection that held their vectors is rebuilt (a copy of the remaining vectors
+  replaces it: chromadb's delete only marks HNSW entries deleted, and keeps the vector's add in its
+  log), found by their database rows, by their sender id in live vectors and, with embedded
+  Chroma, in its log and metadata tables; embedded Chroma is then compacted (log rows of dropped
+  collections deleted, orphaned segment folders removed, chroma.sqlite3 vacuumed) and checked;
 - a SQLite database is vacuumed and its WAL truncated. On PostgreSQL, deleted row versions stay in
   the table files until `VACUUM FULL` (not run automatically: it locks the tables); backups and
   WAL archives are outside memconsole's reach. A Chroma server is compacted on its own host.
@@ -30,28 +33,26 @@ from __future__ import annotations
 
 import json
 import logging
-import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 from django.db.models.functions import Substr
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from memconsole.lib import vectors
-
-from . import audit, paging
+from . import audit, erasure_index, facts, paging
 from .audit import Actor
 from .counters import recount
+from .erasure_index import compact_database
+from .erasure_journal import ErasureJournal
 from .errors import PermissionDenied, ValidationError, unavailable_on_failure
 from .injection import MEMORIES_BLOCK, memory_block
 from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .paging import chunks
 from .reports import Report
-from .sync import mark_current, mark_not_current
 from .validation import MAX_SENDER_CHARS
 
 log = logging.getLogger("memconsole.memory")
@@ -70,11 +71,14 @@ class ErasureReport(Report):
     snapshots_deleted: int = 0
     snapshots_redacted: int = 0
     audit_redacted: int = 0
+    facts: int = 0  # keyed facts about the person, and window messages they sent (issue 20)
+    messages: int = 0
     scopes: int = 0
     collections_rebuilt: int = 0
     vector_index: dict[str, Any] = field(default_factory=dict)
     database: dict[str, Any] = field(default_factory=dict)
     receipt_audit_id: str = ""
+    resumed: bool = False  # an unfinished erasure of the same subject was finished by this run
 
     @property
     def total(self) -> int:
@@ -86,6 +90,7 @@ class ErasureReport(Report):
             f"{verb} {self.episodes} episodes, {self.profiles} speaker profiles ({self.profile_versions} versions), "
             f"{self.snapshots_deleted} snapshots; {'would redact' if self.dry_run else 'redacted'} "
             f"{self.snapshots_redacted} snapshots and {self.audit_redacted} audit entries"
+            + (f"; {self.facts} facts and {self.messages} window messages" if self.facts or self.messages else "")
         )
         if not self.dry_run:
             text += f"; {self.collections_rebuilt} vector collections rebuilt"
@@ -130,19 +135,26 @@ def _quoted(sender_id: str) -> str:
 
 
 def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[str]) -> dict[str, Any] | None:
-    """The snapshot payload without the person's episodes, or None when they are not in it."""
+    """The snapshot payload without the person's episodes (in the injected list, the rendered block
+    and the retrieval trace's candidates), or None when they are not in it."""
+
+    def theirs(item: Any) -> bool:
+        return isinstance(item, dict) and (item.get("sender_id") == sender_id or item.get("episode_id") in episode_ids)
+
     episodes = payload.get("episodes") or []
-    kept = [
-        e
-        for e in episodes
-        if not (isinstance(e, dict) and (e.get("sender_id") == sender_id or e.get("episode_id") in episode_ids))
-    ]
-    if len(kept) == len(episodes):
+    kept = [e for e in episodes if not theirs(e)]
+    retrieval = payload.get("retrieval")
+    candidates = retrieval.get("candidates") if isinstance(retrieval, dict) else None
+    kept_candidates = [c for c in candidates or [] if not theirs(c)]
+    if len(kept) == len(episodes) and len(kept_candidates) == len(candidates or []):
         return None
     blocks = [b for b in payload.get("system_blocks") or [] if not str(b).startswith(MEMORIES_BLOCK)]
     if kept:
         blocks.append(memory_block(kept))
-    return {**payload, "episodes": kept, "system_blocks": blocks}
+    rewritten = {**payload, "episodes": kept, "system_blocks": blocks}
+    if isinstance(retrieval, dict) and candidates is not None:
+        rewritten["retrieval"] = {**retrieval, "candidates": kept_candidates}
+    return rewritten
 
 
 def _snapshots_to_rewrite(
@@ -196,8 +208,19 @@ class _Found:
         return sorted({row[2] for row in self.episode_rows})
 
 
-def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, dry_run: bool = False) -> ErasureReport:
+def erase_subject(
+    sender_id: str,
+    *,
+    bot_uuid: str | None = None,
+    actor: Actor,
+    dry_run: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ErasureReport:
     """Remove every trace of one person (see the module docstring); `dry_run` only counts.
+
+    Running it again after a run that was killed (or whose vector part failed) finishes that run:
+    what its journal lists is purged, and no second receipt is written when nothing new is found
+    (`report.resumed`). `progress` receives one line per step of the vector part.
 
     Raises `ValidationError` for a bad sender id, `PermissionDenied` for an actor limited to other
     bots, `Unavailable` when a stored payload cannot be decrypted. Returns the counts; with `dry_run=False` also the receipt's audit id.
@@ -209,10 +232,30 @@ def erase_subject(sender_id: str, *, bot_uuid: str | None = None, actor: Actor, 
     """
     sender_id, bot_uuid = _check(sender_id, bot_uuid, actor)
     with unavailable_on_failure():  # a payload no configured key opens
-        return _erase(sender_id, bot_uuid, actor, dry_run)
+        return _erase(sender_id, bot_uuid, actor, dry_run, progress or erasure_index.quiet)
 
 
-def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> ErasureReport:
+def unfinished() -> list[dict[str, Any]]:
+    """Erasures whose vector-index part is not finished (what the console and the health check
+    show: no personal data). Run the same erasure again, or `resume_unfinished`, to finish them."""
+    return [journal.describe() for journal in erasure_index.unfinished()]
+
+
+def resume_unfinished(progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
+    """Finish every unfinished erasure's vector-index part (`erase_subject --resume`), then compact
+    the database; one result per erasure (`subject_digest`, `ok`, `error`?, `rebuilt`)."""
+    results = [
+        {"subject_digest": journal.subject_digest, **result}
+        for journal, result in erasure_index.resume_unfinished(progress or erasure_index.quiet)
+    ]
+    if results:
+        compact_database()
+    return results
+
+
+def _erase(
+    sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool, progress: erasure_index.Progress
+) -> ErasureReport:
     report = ErasureReport(dry_run=dry_run, subject_digest=audit.subject_digest(sender_id), bot_uuid=bot_uuid)
     episodes = Episode.objects.filter(sender_id=sender_id)
     if bot_uuid:
@@ -228,7 +271,10 @@ def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> Erasur
     )
     _fill(report, found, profiles, speaker_snapshots)
     if dry_run:
+        report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=True)
         return report
+    pending = erasure_index.unfinished_for(report.subject_digest, bot_uuid)
+    index_keys, index_ids = erasure_index.vectors_of(sender_id, bot_uuid)
 
     with transaction.atomic():
         # Rows first, then the audit chain's head, then snapshots, audit entries and counters: the
@@ -238,6 +284,7 @@ def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> Erasur
         _fill(report, found, profiles, speaker_snapshots)
         ProfileVersion.objects.filter(profile_id__in=found.profile_pks).delete()
         Profile.objects.filter(pk__in=found.profile_pks).delete()
+        report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=False)
         pks = [row[0] for row in found.episode_rows]
         for batch in chunks(pks, BATCH):
             Episode.objects.filter(pk__in=batch).delete()
@@ -291,30 +338,59 @@ def _erase(sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool) -> Erasur
         speaker_snapshots.delete()
         for user_key in found.user_keys:
             recount(user_key)
-        receipt = audit.append(
-            "erase_subject",
-            actor,
-            target_type="subject",
-            target_id=audit.ERASED_PREFIX + report.subject_digest,
-            summary=f"erased a person: {report.episodes} episodes, {report.profiles} profiles, "
-            f"{report.snapshots_deleted + report.snapshots_redacted} snapshots, {report.audit_redacted} audit entries",
-            metadata={
-                "subject_digest": report.subject_digest,
-                "bot_uuid": bot_uuid or "*",
-                "episodes": report.episodes,
-                "profiles": report.profiles,
-                "profile_versions": report.profile_versions,
-                "snapshots_deleted": report.snapshots_deleted,
-                "snapshots_redacted": report.snapshots_redacted,
-                "audit_redacted": report.audit_redacted,
-                "scopes": report.scopes,
-            },
-        )
-        report.receipt_audit_id = receipt.audit_id
+        if pending is not None and report.total == 0:
+            report.resumed = True  # a rerun that only finishes the vector part: the first receipt stands
+            journal = erasure_index.open_journal(
+                report.subject_digest, bot_uuid, index_keys, index_ids, pending.receipt_audit_id
+            )
+            report.receipt_audit_id = journal.receipt_audit_id
+        else:
+            journal = _receipt_and_journal(report, actor, found, index_keys, index_ids, pending is not None)
 
-    report.vector_index = _purge_vectors(found.user_keys, sorted(found.episode_ids), report)
+    progress(
+        f"database: done (receipt {report.receipt_audit_id}); vector index: {len(journal.user_keys)} collections to rebuild"
+    )
+    result = erasure_index.purge(journal, sender_id=sender_id, progress=progress)
+    report.collections_rebuilt = result.pop("rebuilt")
+    report.vector_index = result
     report.database = compact_database()
     return report
+
+
+def _receipt_and_journal(
+    report: ErasureReport, actor: Actor, found: _Found, index_keys: set[str], index_ids: set[str], resumed: bool
+) -> ErasureJournal:
+    """The audited receipt and the journal of the vector part, in the erasure's transaction."""
+    bot_uuid = report.bot_uuid
+    receipt = audit.append(
+        "erase_subject",
+        actor,
+        target_type="subject",
+        target_id=audit.ERASED_PREFIX + report.subject_digest,
+        summary=f"erased a person: {report.episodes} episodes, {report.profiles} profiles, "
+        f"{report.snapshots_deleted + report.snapshots_redacted} snapshots, {report.audit_redacted} audit entries",
+        metadata={
+            "subject_digest": report.subject_digest,
+            "bot_uuid": bot_uuid or "*",
+            "episodes": report.episodes,
+            "profiles": report.profiles,
+            "profile_versions": report.profile_versions,
+            "snapshots_deleted": report.snapshots_deleted,
+            "snapshots_redacted": report.snapshots_redacted,
+            "audit_redacted": report.audit_redacted,
+            "scopes": report.scopes,
+            **({"resumed": True} if resumed else {}),
+        },
+    )
+    report.receipt_audit_id = receipt.audit_id
+    report.resumed = resumed
+    return erasure_index.open_journal(
+        report.subject_digest,
+        bot_uuid,
+        set(found.user_keys) | index_keys,
+        found.episode_ids | index_ids,
+        receipt.audit_id,
+    )
 
 
 def _find(
@@ -350,50 +426,3 @@ def _fill(
     report.snapshots_redacted = len(found.rewrites)
     report.audit_redacted = len(found.to_redact)
     report.scopes = len(set(found.user_keys) | set(profiles.values_list("scope_key", flat=True)))
-
-
-def _purge_vectors(user_keys: list[str], episode_ids: list[str], report: ErasureReport) -> dict[str, Any]:
-    """Delete the person's vectors, rebuild the collections that held them, compact the index.
-
-    While a collection is rebuilt, a write to it can be lost (it lands in the old copy) and a failed
-    rebuild can leave vectors in its temporary collection: the scope's rows are marked not current
-    first and marked current again only after a successful rebuild, so `reindex` repairs the rest.
-    """
-    ids = set(episode_ids)
-    try:
-        for user_key in user_keys:
-            marked = mark_not_current(user_key)
-            present = [i for i in vectors.all_ids(user_key) if i in ids]
-            if present:
-                vectors.delete(user_key, present)
-            vectors.rebuild_collection(user_key)
-            report.collections_rebuilt += 1
-            mark_current(user_key, marked)
-        return {
-            "ok": True,
-            **(vectors.compact_storage() if user_keys else {"compacted": False, "reason": "nothing to compact"}),
-        }
-    except (vectors.VectorIndexError, OSError, sqlite3.Error) as exc:
-        # sqlite3.Error: embedded Chroma's own database file, e.g. "database is locked" while compacting.
-        log.exception("erasure: the vector index was not fully purged")
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-
-
-def compact_database() -> dict[str, Any]:
-    """Make deleted rows' bytes leave the database file (SQLite: VACUUM and truncate the WAL)."""
-    if connection.vendor != "sqlite":
-        return {
-            "compacted": False,
-            "reason": f"{connection.vendor}: run VACUUM FULL on the memory tables to rewrite their files",
-        }
-    if connection.in_atomic_block:
-        return {"compacted": False, "reason": "inside a transaction"}
-    try:
-        with connection.cursor() as cursor:
-            cursor.execute("VACUUM")
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            busy = cursor.fetchone()[0]
-    except Exception as exc:  # a busy database: erasure is done, compaction can be repeated
-        log.exception("erasure: VACUUM failed")
-        return {"compacted": False, "reason": str(exc)}
-    return {"compacted": not busy, "reason": "" if not busy else "the WAL is in use by another connection"}

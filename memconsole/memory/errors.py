@@ -48,8 +48,8 @@ class Conflict(MemoryError_):
 class Unavailable(MemoryError_):
     """An outside system (vector index, embedding model, decryption key) failed; retry or repair.
 
-    `code` says which: "vector_index", "embedding_model", "decryption", "encryption_key_missing" (or
-    "unavailable").
+    `code` says which: "vector_index", "embedding_model", "decryption", "encryption_key_missing",
+    "row_integrity" (a stored row was changed outside memconsole: `tamper`) (or "unavailable").
     """
 
     def __init__(self, message: str, code: str = "unavailable") -> None:
@@ -99,6 +99,8 @@ def unavailable(exc: Exception) -> Unavailable:
         return VectorIndexUnavailable(str(exc), "vector_index")
     if isinstance(exc, embeddings.EmbeddingError):
         return EmbeddingUnavailable(str(exc), "embedding_model")
+    if isinstance(exc, crypto.RowBindingError):  # sealed for another row: changed outside memconsole
+        return DecryptionUnavailable(f"a stored row was changed outside memconsole: {exc}", "row_integrity")
     if isinstance(exc, crypto.DecryptionError):
         return DecryptionUnavailable(str(exc), "decryption")
     return Unavailable(str(exc))

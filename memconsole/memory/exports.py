@@ -35,7 +35,7 @@ from django.utils import timezone
 
 import memconsole
 
-from . import audit, queries
+from . import audit, facts, queries, window
 from .audit import Actor
 from .errors import unavailable_on_failure
 from .models import PROFILE_SPEAKER, STATUS_ACTIVE, STATUSES, AuditEntry, Episode, Profile
@@ -80,7 +80,8 @@ def export_filename(keys: ScopeKeys) -> str:
 
 
 def episode_record(episode: Episode) -> dict[str, Any]:
-    """LangBot's read fields (+ imported_episode_id, original_source and query_id when set)."""
+    """LangBot's read fields (+ imported_episode_id, original_source, query_id, kind and metadata when
+    set; read `metadata` of many rows through a `prefetch_related("metadata_row")` queryset)."""
     record: dict[str, Any] = {
         "id": episode.episode_id,
         "content": episode.content,
@@ -99,6 +100,11 @@ def episode_record(episode: Episode) -> dict[str, Any]:
         record["original_source"] = episode.original_source
     if episode.query_id:
         record["query_id"] = episode.query_id
+    if episode.kind:
+        record["kind"] = episode.kind
+    metadata = episode.metadata
+    if metadata:
+        record["metadata"] = metadata
     return record
 
 
@@ -155,7 +161,7 @@ def _episodes(keys: ScopeKeys, statuses: list[str]) -> QuerySet[Episode]:
         if STATUS_ACTIVE in statuses:
             where |= ~Q(status__in=STATUSES)
         rows = rows.filter(where)
-    return rows
+    return rows.prefetch_related("metadata_row")
 
 
 def _profiles(keys: ScopeKeys) -> QuerySet[Profile]:
@@ -297,6 +303,8 @@ def _scope_document(
         "episodes",
         map(episode_record, iter_in_batches(episodes, BATCH)),
     )
+    yield ',"facts":' + _dump(facts.export_records(keys.user_key))  # issue 20: the space's keyed facts
+    yield ',"messages":' + _dump(window.export_records(keys.scope_key))  # and the chat's window
     if entries is not None:
         yield ',"audit":'
         yield from _envelope(_head(keys, exported_at), "entries", map(audit_record, iter_in_batches(entries, BATCH)))

@@ -16,6 +16,7 @@ from .validation import (
     text,
     validate_datetime,
     validate_importance,
+    validate_kind,
     validate_statuses,
     validate_tags,
 )
@@ -40,6 +41,7 @@ class EpisodeFilter:
     importance_min: int | None = None
     time_after: datetime | None = None
     time_before: datetime | None = None
+    kind: str = ""  # an episode's kind (issue 20); "" keeps every kind
 
     @classmethod
     def build(
@@ -53,6 +55,7 @@ class EpisodeFilter:
         importance_min: Any = None,
         time_after: Any = None,
         time_before: Any = None,
+        kind: Any = None,
     ) -> EpisodeFilter:
         """Validate the filters (`ValidationError` naming the bad one)."""
         clean_statuses = None
@@ -70,6 +73,7 @@ class EpisodeFilter:
             importance_min=None if importance_min is None else validate_importance(importance_min, "importance_min"),
             time_after=validate_datetime(time_after, "time_after"),
             time_before=validate_datetime(time_before, "time_before"),
+            kind=validate_kind(kind),
         )
 
     def where(self) -> Q:
@@ -87,6 +91,8 @@ class EpisodeFilter:
             where &= Q(timestamp__gte=self.time_after)
         if self.time_before is not None:
             where &= Q(timestamp__lte=self.time_before)
+        if self.kind:
+            where &= Q(kind=self.kind)
         if self.tags:
             any_tag = Q()
             for tag in self.tags:
@@ -101,7 +107,7 @@ class EpisodeFilter:
     def index_where(self) -> dict[str, Any] | None:
         """The same filters in Chroma's metadata filter language, or None when there are none.
 
-        Tags are left out: with encryption on, vectors carry no tags (rows are re-filtered in SQL).
+        Tags and the kind are left out: vectors carry neither (rows are re-filtered in SQL).
         """
         clauses: list[dict[str, Any]] = [{"user_key": self.user_key}]
         if self.statuses is not None:

@@ -17,17 +17,20 @@ from django.utils import timezone
 
 from memconsole.lib import metrics
 
-from . import audit
+from . import audit, facts, usage, window
 from .audit import Actor
-from .models import PROFILE_SESSION, PROFILE_SPEAKER, InjectionSnapshot
+from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
-from .retrieval import RecallHit, recall
+from .retrieval import BELOW_FLOOR, KEPT, RecallHit, Retrieval, retrieve
 from .scopes import ScopeKeys, register_scope
 from .validation import MAX_QUERY_ID_CHARS, MAX_SENDER_CHARS, text
 
 SESSION_PROFILE_BLOCK = "[Session profile]"
 MEMORIES_BLOCK = "[Relevant memories]"
 PRUNE_BATCH = 500
+SNAPSHOT_CANDIDATES = 20  # the best-scored candidates a snapshot keeps (injected ones and near misses)
+INJECTED = "injected"
+NO_CANDIDATES = "no_candidates"
 
 
 def profile_lines(data: dict[str, Any]) -> list[str]:
@@ -40,6 +43,8 @@ def profile_lines(data: dict[str, Any]) -> list[str]:
         lines.append("Preferences: " + "; ".join(data["preferences"]))
     if data.get("notes"):
         lines.append(f"Notes: {data['notes']}")
+    if data.get("facts"):  # a speaker's keyed facts (issue 20: facts.py), injected with their profile
+        lines.append("Facts: " + "; ".join(f"{key}: {value}" for key, value in data["facts"].items()))
     return lines
 
 
@@ -107,8 +112,12 @@ def record_injection(
     sender_id: Any = "",
     sender_name: Any = "",
     top_k: Any = 3,
+    include_window: bool = False,
 ) -> Injection:
     """Build the memory injection for a prompt and store it as an InjectionSnapshot. Audited.
+
+    The speaker's keyed facts come with their profile (`speaker_profile.facts`); `include_window`
+    adds the chat's conversation window as `context["history"]` (oldest first, issue 20).
 
     Raises `Unavailable` when the index, the model or a key fails.
     """
@@ -116,9 +125,13 @@ def record_injection(
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
     sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
     sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
-    hits = recall(keys, query, top_k=top_k, current_speaker_id=sender_id or None)
+    found = retrieve(keys, query, top_k=top_k, speaker_id=sender_id or None)
+    hits = found.hits
     session_profile, _ = get_profile(keys, PROFILE_SESSION)
     speaker_profile = get_profile(keys, PROFILE_SPEAKER, sender_id)[0] if sender_id else dict(EMPTY_PROFILE)
+    known = {fact.key: fact.value for fact in facts.speaker_facts(keys.user_key, sender_id)}
+    if known:
+        speaker_profile = {**speaker_profile, "facts": known}
     speaker = {"id": sender_id, "name": sender_name or speaker_profile.get("name", "")}
     episodes = [hit.as_dict() for hit in hits]
     blocks = render_blocks(session_profile, speaker, speaker_profile, episodes)
@@ -128,6 +141,8 @@ def record_injection(
         "speaker_profile": speaker_profile,
         "episodes": episodes,
     }
+    if include_window:
+        context["history"] = [message.as_dict() for message in window.recent_messages(keys)]
     chars = sum(len(block) for block in blocks)
     with transaction.atomic():
         register_scope(keys)
@@ -144,8 +159,11 @@ def record_injection(
             injected=bool(blocks),
             injection_chars=chars,
         )
-        snapshot.set_payload({**context, "query": query, "system_blocks": blocks})
+        snapshot.set_payload(
+            {**context, "query": found.query, "system_blocks": blocks, "retrieval": explanation(found, speaker)}
+        )
         snapshot.save(force_insert=True)
+        usage.record(snapshot, [episode["episode_id"] for episode in episodes])  # issue 18: one INSERT
         audit.append(
             "inject",
             actor,
@@ -163,6 +181,23 @@ def record_injection(
     return Injection(context, blocks, snapshot, hits)
 
 
+def explanation(found: Retrieval, speaker: dict[str, Any]) -> dict[str, Any]:
+    """The whole decision, as the snapshot keeps it: the query, the speaker, the floor, and the best
+    SNAPSHOT_CANDIDATES candidates, each injected or dropped with its reason (below_floor,
+    cut_by_top_k) and its score breakdown (vector similarity, lexical score, weights)."""
+    record = found.explanation()
+    candidates = record["candidates"]
+    for candidate in candidates:
+        if candidate["outcome"] == KEPT:
+            candidate["outcome"] = INJECTED
+    record["candidates"] = candidates[:SNAPSHOT_CANDIDATES]
+    record["candidates_total"] = len(candidates)
+    record["speaker_name"] = speaker.get("name", "")
+    if not found.hits:
+        record["no_memory_reason"] = BELOW_FLOOR if candidates else NO_CANDIDATES
+    return record
+
+
 def prune_snapshots() -> int:
     """Delete snapshots older than MEMCONSOLE_SNAPSHOT_RETENTION_DAYS (0 keeps them all)."""
     days = settings.MEMCONSOLE_SNAPSHOT_RETENTION_DAYS
@@ -173,3 +208,34 @@ def prune_snapshots() -> int:
     if not old:
         return 0
     return InjectionSnapshot.objects.filter(pk__in=old).delete()[0]
+
+
+NEAR_MISSES = 10
+
+
+def explain_snapshot(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, Any] | None:
+    """The snapshot's decision for the console: the injected memories beside the near misses (the
+    best dropped candidates, with why: below_floor or cut_by_top_k). Near misses are read from the
+    scope's episodes as they are now (a snapshot keeps no content of what it did not inject); one
+    deleted since is shown as gone. None for a snapshot recorded before candidates were kept."""
+    payload = snapshot.payload
+    decision = payload.get("retrieval")
+    if not isinstance(decision, dict):
+        return None
+    candidates = [c for c in decision.get("candidates") or [] if isinstance(c, dict)]
+    misses = [c for c in candidates if c.get("outcome") != INJECTED][:NEAR_MISSES]
+    ids = [str(c.get("episode_id", "")) for c in misses]
+    rows = {e.episode_id: e for e in Episode.objects.in_scope(keys.user_key).with_ids(ids)}
+    near = []
+    for candidate in misses:
+        row = rows.get(str(candidate.get("episode_id", "")))
+        near.append({**candidate, "content": row.content if row else "", "gone": row is None})
+    return {
+        "floor": decision.get("floor"),
+        "top_k": decision.get("top_k"),
+        "first_person": bool(decision.get("first_person")),
+        "no_memory_reason": decision.get("no_memory_reason", ""),
+        "candidates_total": decision.get("candidates_total", len(candidates)),
+        "injected": payload.get("episodes") or [],
+        "near_misses": near,
+    }

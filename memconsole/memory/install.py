@@ -11,7 +11,10 @@ from django.utils.translation import gettext_lazy as _
 
 from memconsole.lib import crypto
 
+from . import rowstate
 from .errors import EncryptionKeyMissing
+
+identity = rowstate.identity
 
 
 class InstallState(models.Model):
@@ -23,6 +26,10 @@ class InstallState(models.Model):
     """
 
     encrypted_since = models.DateTimeField(null=True, blank=True)
+    # A public fingerprint of the audit key the chain is written with (`audit.key_id`), recorded
+    # each time the health check verifies the whole chain, so that it can later say "the audit key
+    # changed or is missing" rather than "the chain is broken".
+    audit_key_id = models.CharField(max_length=64, blank=True, default="")
 
     # Per process only the answer "encrypted" is cached, and only once a transaction that saw it
     # committed: a stale True can only refuse, never let a plaintext write through.
@@ -63,6 +70,17 @@ class InstallState(models.Model):
         transaction.on_commit(cls._remember_encrypted)
 
     @classmethod
+    def note_audit_key(cls, key_id: str) -> None:
+        """Record the fingerprint of the audit key the whole chain just verified with (the health check)."""
+        if not cls.objects.filter(pk=1).exclude(audit_key_id=key_id).update(audit_key_id=key_id):
+            cls.objects.get_or_create(pk=1, defaults={"audit_key_id": key_id})
+
+    @classmethod
+    def recorded_audit_key(cls) -> str:
+        """The fingerprint of the key the chain was written with ("" when none is recorded)."""
+        return cls.objects.filter(pk=1).values_list("audit_key_id", flat=True).first() or ""
+
+    @classmethod
     def require_key(cls, *, cached: bool = False) -> None:
         """Raise `EncryptionKeyMissing` when the install is encrypted and no key is configured.
 
@@ -76,15 +94,20 @@ class InstallState(models.Model):
             raise EncryptionKeyMissing()
 
 
-def seal(text: str) -> tuple[str, bool]:
+def seal(text: str, row: models.Model | None = None) -> tuple[str, bool]:
     """(stored value, encrypted?) for a sealed field: the one place rows decide plain or encrypted.
 
     With keys, the install is recorded as encrypted; without, an encrypted install refuses
-    (`EncryptionKeyMissing`) before anything is written.
+    (`EncryptionKeyMissing`) before anything is written. Given the `row` the value is for, the value
+    is bound to the row's identity (`rowstate.IDENTITY`), and an episode or profile is noted for the
+    next audit entry of the transaction, which records its after-state (`rowstate`).
     """
     if not crypto.enabled():
         InstallState.require_key()
-    stored, encrypted = crypto.seal_text(text)
+    stored, encrypted = crypto.seal_text(text, identity(row) if row is not None else None)
     if encrypted:
         InstallState.mark_encrypted()
+    if row is not None and rowstate.is_chained(row):
+        rowstate.remember_plain(row, stored, text)
+        rowstate.note(row)
     return stored, encrypted

@@ -20,7 +20,13 @@ from django.utils.translation import gettext_lazy as _
 
 from memconsole.lib import crypto
 
-from .install import seal
+from .botmemory_models import BotMemorySettings, Fact, FactVersion, WindowMessage  # noqa: F401 (issue 20)
+from .embedding_state import EmbeddingState  # noqa: F401  the model switch (memory/reembed.py)
+from .episode_extras import EpisodeExtras, EpisodeMetadata
+from .erasure_journal import ErasureJournal  # noqa: F401  an erasure's unfinished index part (memory/erasure_index.py)
+from .install import identity, seal
+from .job_models import Job, JobInput  # noqa: F401  background jobs (memory/jobs.py)
+from .usage_models import EpisodeUse  # noqa: F401  how often each memory is used (memory/usage.py)
 
 
 class ScopeOwner(Protocol):
@@ -128,7 +134,7 @@ class EpisodeQuerySet(models.QuerySet["Episode"]):
         return self.filter(pk__in=ids)
 
 
-class Episode(models.Model):
+class Episode(EpisodeExtras, models.Model):
     episode_id = models.CharField(max_length=12, unique=True)
     user_key = models.CharField(max_length=400)
     scope_key = models.CharField(max_length=400)
@@ -155,6 +161,8 @@ class Episode(models.Model):
     # Index bookkeeping (docs/design.md §5): the vector for this row is written and made by `vector_model`.
     vector_current = models.BooleanField(default=False)
     vector_model = models.CharField(max_length=80, blank=True)
+    # Bumped by every console/API edit (`editing.edit_episode`): an edit sent with `if_version` conflicts.
+    version = models.PositiveIntegerField(default=0)
 
     objects = EpisodeQuerySet.as_manager()
 
@@ -164,6 +172,13 @@ class Episode(models.Model):
             models.Index(fields=["user_key", "status", "-id"], name="episode_scope_status_id"),
             models.Index(fields=["user_key", "-id"], name="episode_scope_id"),
             models.Index(fields=["user_key", "sender_id", "-id"], name="episode_scope_sender_id"),
+            models.Index(fields=["user_key", "kind", "-id"], name="episode_scope_kind_id"),
+            # The console's other sort orders (event time, importance), keyset on (value, id): 0015.
+            models.Index(fields=["user_key", "status", "-timestamp", "-id"], name="episode_scope_status_time"),
+            models.Index(fields=["user_key", "-timestamp", "-id"], name="episode_scope_time"),
+            models.Index(fields=["user_key", "sender_id", "-timestamp", "-id"], name="episode_scope_sender_time"),
+            models.Index(fields=["user_key", "status", "-importance", "-id"], name="episode_scope_status_imp"),
+            models.Index(fields=["user_key", "-importance", "-id"], name="episode_scope_imp"),
             # The episodes an episode replaced (its detail page), and an import's duplicate check.
             models.Index(fields=["user_key", "superseded_by"], name="episode_scope_superseded_by"),
             models.Index(fields=["user_key", "imported_episode_id"], name="episode_scope_imported"),
@@ -211,11 +226,11 @@ class Episode(models.Model):
         return episode
 
     @property
-    def content(self) -> str:
-        return crypto.open_text(self.content_stored, self.encrypted)
+    def content(self) -> str:  # RowBindingError when sealed for another row (`install.IDENTITY`)
+        return crypto.open_text(self.content_stored, self.encrypted, identity(self))
 
-    def set_content(self, text: str) -> None:
-        self.content_stored, self.encrypted = seal(text)
+    def set_content(self, text: str) -> None:  # set episode_id and user_key first: they are sealed in
+        self.content_stored, self.encrypted = seal(text, self)
 
     @property
     def effective_status(self) -> str:
@@ -233,11 +248,11 @@ class SealedPayload(models.Model):
 
     @property
     def payload(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(crypto.open_text(self.payload_stored, self.encrypted))
+        data: dict[str, Any] = json.loads(crypto.open_text(self.payload_stored, self.encrypted, identity(self)))
         return data
 
-    def set_payload(self, data: dict[str, Any]) -> None:
-        self.payload_stored, self.encrypted = seal(canonical_json(data))
+    def set_payload(self, data: dict[str, Any]) -> None:  # the row's identity is sealed in (`install.IDENTITY`)
+        self.payload_stored, self.encrypted = seal(canonical_json(data), self)
 
 
 def canonical_json(data: Any) -> str:
@@ -314,6 +329,10 @@ class AuditEntry(SealedPayload):
     redacted = models.BooleanField(default=False)
     prev_hash = models.CharField(max_length=64)
     entry_hash = models.CharField(max_length=64)
+    # The bulk console action this entry belongs to (`audit.batch()`), also in the payload; "" outside one.
+    batch_id = models.CharField(max_length=32, blank=True, default="")
+    # {row ref: keyed digest of its after-state} of the episodes/profiles this entry changed (`tamper`).
+    row_states = models.TextField(blank=True, default="")
 
     class Meta:
         verbose_name = _("audit entry")
@@ -323,6 +342,7 @@ class AuditEntry(SealedPayload):
             models.Index(fields=["user_key", "-seq"], name="audit_userkey_seq"),
             models.Index(fields=["target_id"], name="audit_target"),
             models.Index(fields=["sender_id"], name="audit_sender"),
+            models.Index(fields=["batch_id", "seq"], name="audit_batch_seq"),
         ]
 
     def __str__(self) -> str:
@@ -411,7 +431,11 @@ class HealthRun(models.Model):
 MEMORY_TABLES: tuple[type[models.Model], ...] = (
     Scope,
     Episode,
+    EpisodeMetadata,
     EpisodeCounts,
+    Fact,
+    FactVersion,
+    WindowMessage,
     Profile,
     ProfileVersion,
     AuditEntry,

@@ -2,35 +2,41 @@
 
 Every function reads within one scope (by its keys) or within the scopes an `Actor` may see, so
 the console's screens never write a query of their own. Lists are keyset pages (`paging`), never
-OFFSET or COUNT(*).
+OFFSET; counts come from the per-scope counters, or from a COUNT bounded by COUNT_LIMIT.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
-from django.db.models import Q, QuerySet
-from django.db.models.functions import Substr
-from django.db.models.lookups import Exact
+from django.db.models import CharField, Count, F, Max, Q, QuerySet, Value
+from django.db.models.functions import Concat, Substr
+from django.db.models.lookups import Exact, GreaterThanOrEqual, In
 
 from .audit import Actor
+from .errors import ValidationError
+from .filters import EpisodeFilter
 from .models import (
     ISOLATION_BOT,
     ISOLATION_SESSION,
     PROFILE_SPEAKER,
+    STATUSES,
     AuditEntry,
     Episode,
     EpisodeCounts,
+    EpisodeQuerySet,
     HealthRun,
     InjectionSnapshot,
     Profile,
     ProfileVersion,
     Scope,
 )
-from .paging import KeysetPage, keyset_page
+from .paging import SORTED_CURSOR, KeysetPage, SortedPage, SortKey, keyset_page, sorted_page
 from .scopes import GLOBAL_USER_KEY, RESERVED_BOT_UUID, ScopeKeys
+from .validation import validate_list_limit
 
 # The speaker picker reads the newest episodes only, so a scope of millions costs the same.
 SPEAKER_SAMPLE = 500
@@ -68,18 +74,44 @@ def registered_scopes(targets: Iterable[tuple[str, str]]) -> list[Scope]:
     return [row for row in rows if row is not None]
 
 
-def scope_page(actor: Actor, search: str, cursor: str | None, limit: int) -> KeysetPage:
-    """A page of the visible scopes, newest first, matching `search` (session, bot or scope key);
-    each scope carries its `counts`, read for the whole page at once."""
+# How many chats a bot-isolation space lists beneath it, and how many spaces a speaker search finds.
+SPACE_CHATS = 50
+SPEAKER_SPACES = 200
+
+
+def _speaker_user_keys(search: str) -> list[str]:
+    """The memories (user_keys) holding episodes of a speaker with this id or name (any case)."""
+    rows = Episode.objects.filter(Q(sender_id=search) | Q(sender_name__iexact=search)).values_list(
+        "user_key", flat=True
+    )
+    return list(rows.distinct()[:SPEAKER_SPACES])
+
+
+def space_page(actor: Actor, search: str, cursor: str | None, limit: int) -> KeysetPage:
+    """A page of the visible memory spaces, one row per memory (user_key), newest first: under bot
+    isolation every chat of a bot shares one memory, listed once with its `chats` beneath (the
+    row is its newest chat). `search` matches a session name, bot, scope key, user key, or a
+    speaker's id or name (any case). Each row carries its `counts`."""
     rows = visible_scopes(actor)
     if search:
         rows = rows.filter(
-            Q(session_name__icontains=search) | Q(bot_uuid__icontains=search) | Q(scope_key__icontains=search)
+            Q(session_name__icontains=search)
+            | Q(bot_uuid__icontains=search)
+            | Q(scope_key__icontains=search)
+            | Q(user_key__icontains=search)
+            | Q(user_key__in=_speaker_user_keys(search))
         )
-    page = keyset_page(rows, "id", cursor, limit)
+    newest = rows.values("user_key").annotate(top=Max("id")).values("top")
+    page = keyset_page(Scope.objects.filter(pk__in=newest), "id", cursor, limit)
     counts = EpisodeCounts.objects.in_bulk({scope.user_key for scope in page.items}, field_name="user_key")
+    shared = [scope.user_key for scope in page.items if scope.isolation == ISOLATION_BOT]
+    chats: dict[str, list[Scope]] = {}
+    for chat in visible_scopes(actor).filter(user_key__in=shared, isolation=ISOLATION_BOT).order_by("session_name"):
+        chats.setdefault(chat.user_key, []).append(chat)
     for scope in page.items:
         scope.counts = counts.get(scope.user_key) or EpisodeCounts(user_key=scope.user_key)
+        scope.chats = chats.get(scope.user_key, [])[:SPACE_CHATS]
+        scope.chat_count = len(chats.get(scope.user_key, []))
     return page
 
 
@@ -130,6 +162,115 @@ def replaced_episodes(keys: ScopeKeys, episode: Episode, limit: int) -> list[Epi
     """The episodes this one superseded, newest first."""
     rows = Episode.objects.in_scope(keys.user_key).filter(superseded_by=episode.episode_id)
     return list(rows.order_by("-id")[:limit])
+
+
+# The Episodes tab's orders: "Newest first" is by the event time its Time column shows (then by
+# id); "stored" is the order the rows were written in (by id). Each has its indexes (0015).
+EPISODE_SORTS = {
+    "time": SortKey("timestamp", is_time=True, nullable=True),
+    "importance": SortKey("importance"),
+    "stored": SortKey("id"),
+}
+# Above this many matching rows a filtered count stops counting and says "more than".
+COUNT_LIMIT = 10_000
+
+
+@dataclass(frozen=True)
+class EpisodeCount:
+    """How many episodes pass the filters (`matching`, a lower bound when `capped`) of `total`
+    (the scope's episodes in the chosen statuses, from its counters)."""
+
+    matching: int
+    total: int
+    capped: bool = False
+    filtered: bool = False  # whether filters other than the statuses narrow the list
+    estimated: bool = False  # `matching` extrapolated from the newest COUNT_LIMIT rows (see `_count`)
+
+
+def episode_page(
+    keys: ScopeKeys, *, sort: str = "time", cursor: str | None = None, limit: int = 25, **filters: Any
+) -> tuple[SortedPage, EpisodeCount]:
+    """A page of the scope's episodes in `sort` order (EPISODE_SORTS), with the filtered count.
+
+    `filters` are `EpisodeFilter.build`'s (`statuses=None`: every status). The count comes from
+    the scope's counters when only statuses filter, else from a count bounded by COUNT_LIMIT."""
+    validate_list_limit(limit)
+    if sort not in EPISODE_SORTS:
+        raise ValidationError("unknown sort order", field="sort")
+    if cursor not in (None, "") and not (isinstance(cursor, str) and SORTED_CURSOR.fullmatch(cursor)):
+        raise ValidationError("bad page cursor", field="cursor")
+    where = EpisodeFilter.build(keys, **filters)
+    counted = _count(keys, where)
+    total = None if counted.capped or counted.estimated else counted.matching
+    rows = _planned(where, sort)
+    return sorted_page(rows, EPISODE_SORTS[sort], cursor or None, limit, total), counted
+
+
+def _unindexed(field: str) -> Concat:
+    """The column as an expression no index serves (`status || ''`): a hint for SQLite's planner."""
+    return Concat(F(field), Value(""), output_field=CharField())
+
+
+def _planned(where: EpisodeFilter, sort: str) -> EpisodeQuerySet:
+    """The filtered rows, written so that a planner without statistics (SQLite's) seeks the index
+    of the order: with a speaker, (scope, speaker, event time, id) rather than walking the scope's
+    status index for that speaker's rows; with a minimum importance and another order, the
+    order's index filtered by importance rather than every important row sorted. PostgreSQL plans
+    both forms alike. The same rows either way."""
+    hidden: dict[str, Any] = {}
+    if where.sender_id and where.statuses is not None and sort == "time":
+        hidden["statuses"] = None
+    if where.importance_min is not None and sort != "importance":
+        hidden["importance_min"] = None
+    if not hidden:
+        return where.episodes()
+    rows = replace(where, **hidden).episodes()
+    if "statuses" in hidden and where.statuses is not None:
+        rows = rows.filter(In(_unindexed("status"), list(where.statuses)))
+    if "importance_min" in hidden and where.importance_min is not None:
+        rows = rows.filter(GreaterThanOrEqual(F("importance") + 0, where.importance_min))
+    return rows
+
+
+def episode_count(keys: ScopeKeys, **filters: Any) -> EpisodeCount:
+    """The `EpisodeCount` of these filters (`EpisodeFilter.build`'s; see `episode_page`)."""
+    return _count(keys, EpisodeFilter.build(keys, **filters))
+
+
+def _count(keys: ScopeKeys, where: EpisodeFilter) -> EpisodeCount:
+    """Only statuses: the counters. A speaker (and time bounds): an exact COUNT through the
+    (scope, speaker, ...) index, stopping at COUNT_LIMIT ("more than"). Otherwise (tags,
+    importance, kind, which no index narrows): exact while the scope's rows in these statuses are
+    at most COUNT_LIMIT, else estimated from the newest COUNT_LIMIT of them ("about"), so that a
+    count never reads more than COUNT_LIMIT index entries."""
+    counts = scope_counts(keys)
+    statuses = where.statuses if where.statuses is not None else STATUSES
+    total = sum(int(getattr(counts, status, 0)) for status in statuses)
+    narrowed = EpisodeFilter(user_key=keys.user_key, statuses=where.statuses)
+    if where == narrowed:
+        return EpisodeCount(total, total)
+    index_served = replace(
+        narrowed, sender_id=where.sender_id, time_after=where.time_after, time_before=where.time_before
+    )
+    if where == index_served or total <= COUNT_LIMIT:
+        rows = _planned(where, "time") if where.sender_id else where.episodes()
+        matching = rows.order_by()[: COUNT_LIMIT + 1].count()
+        return EpisodeCount(min(matching, COUNT_LIMIT), total, matching > COUNT_LIMIT, filtered=True)
+    newest = narrowed.episodes().order_by("-id").values("id")[:COUNT_LIMIT]
+    sampled = where.episodes().filter(id__in=newest).count()
+    estimate = round(sampled * total / COUNT_LIMIT)
+    return EpisodeCount(estimate, total, filtered=True, estimated=True)
+
+
+def matching_episode_ids(keys: ScopeKeys, limit: int, **filters: Any) -> list[str]:
+    """The ids of at most `limit` episodes passing the filters, newest first (bulk by filter)."""
+    where = EpisodeFilter.build(keys, **filters)
+    return list(where.episodes().order_by("-id").values_list("episode_id", flat=True)[:limit])
+
+
+def episodes_by_ids(keys: ScopeKeys, episode_ids: list[str]) -> list[Episode]:
+    """The scope's episodes among `episode_ids`, newest first (a bulk preview lists them)."""
+    return list(Episode.objects.in_scope(keys.user_key).with_ids(episode_ids).order_by("-id"))
 
 
 def episode_statuses(keys: ScopeKeys, episode_ids: list[str]) -> dict[str, str]:
@@ -199,6 +340,7 @@ class AuditFilter:
     before: datetime | None = None
     space: str = ""  # a scope key, or a bot_uuid for every space of that bot
     target: str = ""  # a target id, or "<target type>:<target id>"
+    batch: str = ""  # a bulk action's batch id (`audit.batch()`)
 
     def apply(self, rows: QuerySet[AuditEntry]) -> QuerySet[AuditEntry]:
         if self.operation:
@@ -217,6 +359,8 @@ class AuditFilter:
                 rows = rows.filter(target_type=target_type, target_id=target_id)
             else:
                 rows = rows.filter(target_id=self.target)
+        if self.batch:
+            rows = rows.filter(batch_id=self.batch)
         return rows
 
 
@@ -262,6 +406,13 @@ def audit_page(
     filters = filters or AuditFilter(operation=operation, actor=actor)
     rows = visible_audit_entries(viewer or Actor.system()) if keys is None else scope_audit_entries(keys)
     return keyset_page(filters.apply(rows), "seq", cursor, limit)
+
+
+def batch_sizes(batch_ids: Iterable[str]) -> dict[str, int]:
+    """{batch_id: number of audit entries} of these bulk-action batches (`audit.batch()`)."""
+    ids = {batch_id for batch_id in batch_ids if batch_id}
+    rows = AuditEntry.objects.filter(batch_id__in=ids).values_list("batch_id")
+    return dict(rows.annotate(n=Count("id")).values_list("batch_id", "n"))
 
 
 def attach_spaces(entries: Iterable[AuditEntry], viewer: Actor) -> None:

@@ -1,8 +1,10 @@
 """Recall ranking (docs/design.md §4). Pure functions: no database, no index.
 
-final = similarity × recency × importance × speaker × update × exact, clamped to [0, 1], where
-recency = exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing). A query that is
-exactly an episode's id ranks that episode first (`is_exact_id_query`).
+final = relevance × recency × importance × speaker × update × exact, clamped to [0, 1], where
+relevance = 0.7 × vector similarity + 0.3 × lexical score (hybrid retrieval, LangBot's 0.7 vector
+weight; the lexical score alone when there is no embedding model), and recency =
+exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing). A query that is exactly an
+episode's id ranks that episode first (`is_exact_id_query`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,31 @@ SUPERSEDE_THRESHOLD = 0.85
 SUPERSEDED_IMPORTANCE_FACTOR = 0.1
 EXACT_ID, EXACT_SENDER_OR_TAG, EXACT_CONTENT = 2.0, 1.2, 0.6
 MISSING_TIMESTAMP_RECENCY = 0.5
+VECTOR_WEIGHT = 0.7
+# First-person words: a question with one of them, asked by a known speaker, is about that speaker
+# ("what food do I like", "我下周去哪里", "¿qué como yo?"): their own memories rank first.
+FIRST_PERSON_WORDS = frozenset(
+    {"i", "i'm", "i’m", "im", "i've", "i'd", "i'll", "me", "my", "mine", "myself"}
+    | {"yo", "mi", "mis", "mí", "mío", "mía", "míos", "mías", "conmigo", "me"}
+)
+FIRST_PERSON_CJK = ("我", "俺", "僕", "私", "わたし", "あたし", "ぼく", "나는", "내가", "저는")
+_WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+
+
+def is_first_person(query: str) -> bool:
+    """Whether the query speaks in the first person (English, Spanish, Chinese, Japanese, Korean)."""
+    lowered = query.casefold()
+    if any(mark in lowered for mark in FIRST_PERSON_CJK):
+        return True
+    return any(word in FIRST_PERSON_WORDS for word in _WORDS.findall(lowered))
+
+
+def relevance(similarity: float, lexical: float, *, vectors: bool = True) -> float:
+    """The fused relevance the floor and the ranking start from (0..1)."""
+    similarity, lexical = max(0.0, min(1.0, similarity)), max(0.0, min(1.0, lexical))
+    if not vectors:
+        return lexical
+    return VECTOR_WEIGHT * similarity + (1.0 - VECTOR_WEIGHT) * lexical
 
 
 @dataclass(frozen=True)
@@ -44,10 +71,17 @@ class Breakdown:
     speaker: float
     update: float
     exact: float
+    lexical: float = 0.0
+    # The fused relevance (`relevance()`); None: the vector similarity alone (no lexical signal).
+    relevance: float | None = None
+
+    @property
+    def fused(self) -> float:
+        return self.similarity if self.relevance is None else self.relevance
 
     @property
     def score(self) -> float:
-        product = self.similarity * self.recency * self.importance * self.speaker * self.update * self.exact
+        product = self.fused * self.recency * self.importance * self.speaker * self.update * self.exact
         return min(1.0, max(0.0, product))
 
     def as_dict(self) -> dict[str, float]:
@@ -58,6 +92,8 @@ class Breakdown:
             "speaker": self.speaker,
             "update": self.update,
             "exact": self.exact,
+            "lexical": round(self.lexical, 6),
+            "relevance": round(self.fused, 6),
         }
 
 
@@ -92,11 +128,16 @@ def recency(timestamp: datetime | None, now: datetime, half_life_days: float) ->
     return math.exp(-math.log(2) * age_days / half_life_days)
 
 
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
 def _contains_word(haystack: str, needle: str) -> bool:
     # The substring test first: it rejects almost every needle without compiling a regex (one per
     # sender, name and tag, which thrash re's cache and cost ~2 ms of a recall; bench/search.py).
     if not needle or needle.lower() not in haystack:
         return False
+    if _CJK.search(needle):  # Chinese/Japanese/Korean write no spaces: "徐强下周" names 徐强
+        return True
     return re.search(r"(?<!\w)" + re.escape(needle.lower()) + r"(?!\w)", haystack) is not None
 
 
@@ -130,7 +171,10 @@ def breakdown(
     exact: float,
     now: datetime,
     half_life_days: float,
+    lexical: float | None = None,
+    vectors: bool = True,
 ) -> Breakdown:
+    """The breakdown of one candidate; `lexical=None` ranks by vector similarity alone."""
     return Breakdown(
         similarity=max(0.0, min(1.0, similarity)),
         recency=recency(timestamp, now, half_life_days),
@@ -138,4 +182,6 @@ def breakdown(
         speaker=SPEAKER_WEIGHT if current_speaker_id and episode_sender_id == current_speaker_id else 1.0,
         update=UPDATE_WEIGHT if is_update(tags) else 1.0,
         exact=exact_boost(exact),
+        lexical=max(0.0, min(1.0, lexical or 0.0)),
+        relevance=None if lexical is None else relevance(similarity, lexical, vectors=vectors),
     )

@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from memconsole.lib import crypto, embeddings, vectors
 
+from . import lexical, tamper
 from .errors import unavailable_on_failure
 from .models import Episode
 from .paging import batches_by_pk, chunks
@@ -75,6 +76,9 @@ class ReindexReport(Report):
     metadata_fixed: int = 0
     orphans_deleted: int = 0
     collections_dropped: int = 0
+    lexical_missing: int = 0  # episodes without a lexical index entry (memory/lexical.py)
+    lexical_stale_scopes: int = 0  # scopes whose entries were hashed with another key
+    lexical_rebuilt: int = 0
     errors: list[str] = field(default_factory=list)
     duration_ms: int = 0
 
@@ -88,6 +92,8 @@ class ReindexReport(Report):
             + self.orphans
             + self.orphan_collections
             + self.foreign_model_collections
+            + self.lexical_missing
+            + self.lexical_stale_scopes
         )
 
     @property
@@ -103,6 +109,8 @@ class ReindexReport(Report):
             (self.orphans, "orphan vectors (no episode)"),
             (self.orphan_collections, "collections of scopes without episodes"),
             (self.foreign_model_collections, "collections made by another embedding model"),
+            (self.lexical_missing, "episodes missing from the lexical index"),
+            (self.lexical_stale_scopes, "scopes whose lexical entries were made with another key"),
         ):
             if count:
                 parts.append(f"{count} {what}")
@@ -202,10 +210,15 @@ def _reindex(check_only: bool, progress: Progress | None) -> ReindexReport:
             if _guard(report, f"dropping the rebuild leftover {name}", vectors.drop_collection, name):
                 report.collections_dropped += 1
     if not check_only and plans:
+        _refuse_forged(plans, report)
         total = sum(len(p.embed) + len(p.fix_metadata) + len(p.orphans) + p.drop_collection for p in plans)
         done = 0
         for plan in plans:
             done = _repair_scope(plan, report, notify, done, total)
+    # The lexical index lives in the database, in step with every row; rebuilt when it is not.
+    report.lexical_missing, report.lexical_stale_scopes = lexical.missing_count(), len(lexical.stale_scopes())
+    if not check_only and (report.lexical_missing or report.lexical_stale_scopes):
+        report.lexical_rebuilt = lexical.rebuild()
     report.duration_ms = int((time.monotonic() - started) * 1000)
     return report
 
@@ -246,6 +259,22 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
         plan.orphans = sorted(vector_ids - seen)
         report.orphans += len(plan.orphans)
     return plan
+
+
+def _refuse_forged(plans: list[_ScopePlan], report: ReindexReport) -> None:
+    """Take rows changed outside memconsole (`tamper`) out of the plans: re-indexing them would
+    complete the forgery. Each is named in `errors`, with why."""
+    checker = tamper.Checker()
+    for plan in plans:
+        for pks in (plan.embed, plan.fix_metadata):
+            forged: dict[int, str] = {}
+            for batch in chunks(pks, SCAN_BATCH):
+                rows = list(tamper.loaded(Episode).filter(pk__in=batch))
+                forged.update(checker.forged(rows))
+                for row in rows:
+                    if row.pk in forged:
+                        report.errors.append(f"refused to re-index {tamper.row_name(row)}: {forged[row.pk]}")
+            pks[:] = [pk for pk in pks if pk not in forged]
 
 
 def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, done: int, total: int) -> int:

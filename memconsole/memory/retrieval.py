@@ -1,8 +1,16 @@
-"""Recall: semantic search within one scope, ranked (docs/design.md §4), each hit with its breakdown."""
+"""Recall: hybrid (vector + lexical), speaker-first search within one scope, ranked (docs/design.md §4).
+
+Candidates come from the current speaker's own episodes first (vector and lexical), then from the
+whole scope (LangBot's two-stage retrieval); each gets a fused relevance, 0.7 × vector similarity +
+0.3 × lexical score (`ranking.relevance`). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is
+dropped; the rest are ranked by relevance × recency × importance × speaker × update × exact and cut
+at top_k. `retrieve` keeps every candidate with the reason it was kept or dropped (the injection
+snapshot stores them); `recall` returns the hits.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,13 +19,25 @@ from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics, vectors
 
-from . import ranking
+from . import ranking, reembed
 from .audit import Actor
+from .episode_extras import prefetch_metadata
 from .errors import unavailable_on_failure
 from .filters import EpisodeFilter
+from .lexical import LexicalQuery, document_text
 from .models import Episode
 from .scopes import ScopeKeys
-from .validation import EPISODE_ID_IN_TEXT, MAX_QUERY_CHARS, text, validate_statuses, validate_top_k
+from .validation import (
+    EPISODE_ID_IN_TEXT,
+    MAX_QUERY_CHARS,
+    MAX_SENDER_CHARS,
+    text,
+    validate_statuses,
+    validate_top_k,
+)
+
+KEPT, BELOW_FLOOR, CUT_BY_TOP_K = "kept", "below_floor", "cut_by_top_k"
+SPEAKER_STAGE, SCOPE_STAGE, LEXICAL_STAGE, ID_STAGE = "speaker", "scope", "lexical", "episode_id"
 
 
 @dataclass
@@ -39,10 +59,53 @@ class RecallHit:
             "sender_id": e.sender_id,
             "sender_name": e.sender_name,
             "status": e.effective_status,
+            "kind": e.kind,
+            "metadata": e.metadata,
         }
 
 
-@metrics.timed("recall")
+@dataclass
+class Candidate:
+    """One episode retrieval considered: where it came from, its breakdown, and what became of it."""
+
+    hit: RecallHit
+    stages: list[str]
+    outcome: str = KEPT
+
+    def as_dict(self) -> dict[str, Any]:
+        """The snapshot's record of it: ids and scores, no content (the console reads the episode)."""
+        e = self.hit.episode
+        return {
+            "episode_id": e.episode_id,
+            "sender_id": e.sender_id,
+            "score": round(self.hit.score, 6),
+            "breakdown": self.hit.breakdown.as_dict(),
+            "stages": self.stages,
+            "outcome": self.outcome,
+        }
+
+
+@dataclass
+class Retrieval:
+    query: str
+    speaker_id: str
+    floor: float
+    top_k: int
+    hits: list[RecallHit] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+
+    def explanation(self) -> dict[str, Any]:
+        """What an injection snapshot keeps of this retrieval (issue 18's "whole decision")."""
+        return {
+            "query": self.query,
+            "speaker_id": self.speaker_id,
+            "floor": self.floor,
+            "top_k": self.top_k,
+            "first_person": bool(self.speaker_id) and ranking.is_first_person(self.query),
+            "candidates": [c.as_dict() for c in self.candidates],
+        }
+
+
 def recall(
     keys: ScopeKeys,
     query: Any,
@@ -54,88 +117,213 @@ def recall(
     time_before: Any = None,
     tags: Any = None,
     statuses: Any = None,
+    kind: Any = None,
+    speaker_id: Any = None,
     current_speaker_id: str | None = None,
     actor: Actor | None = None,
 ) -> list[RecallHit]:
-    """Semantic search within the scope, ranked by docs/design.md §4, each hit with its breakdown.
+    """Hybrid search within the scope, ranked by docs/design.md §4, each hit with its breakdown.
 
-    `tags` keeps episodes carrying any of the tags; `statuses=None` (or []) searches active episodes.
-    A query that is exactly an episode id of the scope returns that episode first.
-    Reads are not audited. Raises `Unavailable` when the index or the model fails.
+    `sender_id` is a filter (only that sender's episodes); `speaker_id` names the current speaker,
+    whose own episodes are searched first and weighted ×1.12 (`current_speaker_id` is its older
+    name). `tags` keeps episodes carrying any of the tags, `kind` those of that kind;
+    `statuses=None` (or []) searches active episodes. Episodes below the relevance floor
+    (MEMCONSOLE_RECALL_MIN_SIMILARITY) are not returned. A query that is exactly an episode id of
+    the scope returns that episode first. Reads are not audited. Raises `Unavailable` when the index
+    or the model fails.
     """
+    return retrieve(
+        keys,
+        query,
+        top_k=top_k,
+        importance_min=importance_min,
+        sender_id=sender_id,
+        time_after=time_after,
+        time_before=time_before,
+        tags=tags,
+        statuses=statuses,
+        kind=kind,
+        speaker_id=speaker_id or current_speaker_id,
+        actor=actor,
+    ).hits
+
+
+@metrics.timed("recall")  # recall, inject and replay: every retrieval is counted
+def retrieve(
+    keys: ScopeKeys,
+    query: Any,
+    *,
+    top_k: Any = 5,
+    speaker_id: Any = None,
+    actor: Actor | None = None,
+    min_similarity: float | None = None,
+    **filters: Any,
+) -> Retrieval:
+    """`recall`, keeping every candidate considered and why each was kept or dropped."""
     if actor is not None:
         actor.require_bot(keys)
     query = text(query, "query", MAX_QUERY_CHARS, required=True)
     top_k = validate_top_k(top_k)
-    found = EpisodeFilter.build(
-        keys,
-        statuses=validate_statuses(statuses),
-        tags=tags,
-        sender_id=sender_id,
-        importance_min=importance_min,
-        time_after=time_after,
-        time_before=time_before,
-    )
+    speaker = text(speaker_id, "speaker_id", MAX_SENDER_CHARS) if speaker_id else ""
+    filters["statuses"] = validate_statuses(filters.get("statuses"))
+    found = EpisodeFilter.build(keys, **filters)
+    floor = settings.MEMCONSOLE_RECALL_MIN_SIMILARITY if min_similarity is None else min_similarity
+    result = Retrieval(query, speaker, floor, top_k)
     with unavailable_on_failure():
-        rows, similarities = _nearest(keys, query, top_k, found)
-        return _ranked(query, rows, similarities, top_k, current_speaker_id)
+        pool = _Pool.gather(keys, query, top_k, found, speaker)
+        result.candidates = pool.ranked(query, speaker, floor, top_k)
+    result.hits = [c.hit for c in result.candidates if c.outcome == KEPT]
+    prefetch_metadata([hit.episode for hit in result.hits])  # as_dict reads each one's metadata
+    return result
 
 
-def _nearest(keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter) -> tuple[list[Episode], dict[str, float]]:
-    """The rows passing the filter among the query's nearest vectors, and their similarities."""
-    model_id = embeddings.current_model_id()
-    vector = embeddings.embed_query([query])[0]
-    similarities: dict[str, float] = {}
-    # Over-fetch so that re-ranking by recency and weights can lift a less similar episode.
-    # When filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.
-    passes: list[tuple[int, dict[str, Any] | None]] = [(max(50, top_k * 5), None), (1000, None)]
-    index_where = found.index_where()
-    if index_where:
-        passes.append((max(50, top_k * 5), index_where))
-    episodes = found.episodes()
-    rows: list[Episode] = []
-    for fetch, index_filter in passes:
-        hits = vectors.query(keys.user_key, model_id, vector, fetch, where=index_filter)
-        # The collection is the scope's own (vectors.query checks its owner); rows are re-filtered
-        # by user_key in SQL below, so no hit of another scope can surface.
-        similarities.update({h.episode_id: h.similarity for h in hits})
-        rows = list(episodes.with_ids(list(similarities)))
-        if len(rows) >= top_k or (len(hits) < fetch and index_filter is None):
-            break
-    # An episode id named in the query is found even when its vector is not near.
-    for token in set(EPISODE_ID_IN_TEXT.findall(query.lower())) - set(similarities):
-        row = episodes.filter(episode_id=token).first()
-        if row is not None:
-            rows.append(row)
-            stored = vectors.get(keys.user_key, [token], include_embeddings=True).get(token)
-            similarities[token] = float(np.dot(stored["embedding"], vector)) if stored else 0.0
-    return rows, similarities
+@dataclass
+class _Pool:
+    """The candidates of one query: rows, their vector similarities, lexical query and stages."""
 
+    rows: dict[str, Episode]
+    similarities: dict[str, float]
+    stages: dict[str, list[str]]
+    lexical: LexicalQuery
+    vectors: bool
 
-def _ranked(
-    query: str, rows: list[Episode], similarities: dict[str, float], top_k: int, current_speaker_id: str | None
-) -> list[RecallHit]:
-    now = timezone.now()
-    half_life = settings.MEMCONSOLE_RECENCY_HALF_LIFE_DAYS
-    results = []
-    for row in rows:
-        content = row.content
-        exact = ranking.exact_score(query, row.episode_id, row.sender_id, row.sender_name, row.tags, content)
-        parts = ranking.breakdown(
-            similarity=similarities.get(row.episode_id, 0.0),
-            timestamp=row.timestamp,
-            importance=row.importance,
-            episode_sender_id=row.sender_id,
-            current_speaker_id=current_speaker_id,
-            tags=row.tags,
-            exact=exact,
-            now=now,
-            half_life_days=half_life,
-        )
-        results.append(RecallHit(row, parts.score, parts))
-    # A query that is an episode's id asks for that episode: it comes first, whatever its age or score.
-    results.sort(
-        key=lambda hit: (ranking.is_exact_id_query(query, hit.episode.episode_id), hit.score, hit.episode.id),
-        reverse=True,
-    )
-    return results[:top_k]
+    @classmethod
+    def gather(cls, keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter, speaker: str) -> _Pool:
+        embedder = embeddings.get_embedder()
+        use_vectors = not embedder.is_fallback  # without a model, the lexical index is the search
+        pool = cls({}, {}, {}, LexicalQuery.build(keys.user_key, query), use_vectors)
+        episodes = found.episodes()
+        vector = None
+        if use_vectors:
+            # During a model switch, the model the scope's index still holds (reembed.py).
+            model_id, vector = reembed.query_vector(keys.user_key, query)
+            if speaker and found.sender_id in ("", speaker):
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
+            pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
+        # The lexical stages: the speaker's own episodes, then the scope's.
+        fetch = max(10, top_k * 3)
+        lexical_pks: dict[int, str] = {}
+        if speaker and found.sender_id in ("", speaker):
+            lexical_pks.update(dict.fromkeys(pool.lexical.candidates(fetch, sender_id=speaker), SPEAKER_STAGE))
+        for pk in pool.lexical.candidates(fetch):
+            lexical_pks.setdefault(pk, LEXICAL_STAGE)
+        known = {row.pk for row in pool.rows.values()}
+        new = [pk for pk in lexical_pks if pk not in known]
+        if new:
+            pool._add(episodes.filter(pk__in=new), "")
+        for row in pool.rows.values():
+            stage = lexical_pks.get(row.pk)
+            if stage is not None:
+                pool._stage(row.episode_id, LEXICAL_STAGE if stage == LEXICAL_STAGE else "speaker_lexical")
+        # An episode id named in the query is found even when neither index finds it.
+        for token in set(EPISODE_ID_IN_TEXT.findall(query.lower())) - set(pool.rows):
+            pool._add(episodes.filter(episode_id=token), ID_STAGE)
+        if vector is not None:
+            pool._similarities_for_lexical_only(keys, vector)
+        return pool
+
+    def _vector_stage(
+        self,
+        keys: ScopeKeys,
+        model_id: str,
+        vector: np.ndarray,
+        found: EpisodeFilter,
+        top_k: int,
+        fetch: int,
+        speaker: str | None,
+    ) -> None:
+        """The nearest vectors (the speaker's own when `speaker`), their rows passing the filter.
+
+        Over-fetch so that re-ranking by recency and weights can lift a less similar episode. When
+        the filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.
+        """
+        stage = SPEAKER_STAGE if speaker else SCOPE_STAGE
+        base = found.index_where()
+        if speaker:
+            clause = {"sender_id": speaker}
+            passes: list[tuple[int, dict[str, Any] | None]] = [
+                (fetch, {"$and": [*base["$and"], clause]} if base else clause)
+            ]
+        else:
+            passes = [(fetch, None), (1000, None)]
+            if base:
+                passes.append((fetch, base))
+        episodes = found.episodes()
+        for size, where in passes:
+            hits = vectors.query(keys.user_key, model_id, vector, size, where=where)
+            # The collection is the scope's own (vectors.query checks its owner); rows are
+            # re-filtered by user_key in SQL, so no hit of another scope can surface.
+            similarities = {h.episode_id: h.similarity for h in hits}
+            for episode_id, similarity in similarities.items():
+                self.similarities.setdefault(episode_id, similarity)
+            new = [i for i in similarities if i not in self.rows]
+            self._add(episodes.with_ids(new) if new else [], "")
+            matched = [i for i in similarities if i in self.rows]
+            for episode_id in matched:
+                self._stage(episode_id, stage)
+            if len(matched) >= top_k or (len(hits) < size and where is None):
+                break
+
+    def _stage(self, episode_id: str, stage: str) -> None:
+        stages = self.stages.setdefault(episode_id, [])
+        if stage not in stages:
+            stages.append(stage)
+
+    def _add(self, rows: Any, stage: str) -> None:
+        for row in rows:
+            self.rows[row.episode_id] = row
+            if stage:
+                self._stage(row.episode_id, stage)
+
+    def _similarities_for_lexical_only(self, keys: ScopeKeys, vector: np.ndarray) -> None:
+        missing = [i for i in self.rows if i not in self.similarities]
+        if not missing:
+            return
+        stored = vectors.get(keys.user_key, missing, include_embeddings=True)
+        for episode_id in missing:
+            found = stored.get(episode_id)
+            self.similarities[episode_id] = float(np.dot(found["embedding"], vector)) if found else 0.0
+
+    def ranked(self, query: str, speaker: str, floor: float, top_k: int) -> list[Candidate]:
+        """Every candidate, best first, each marked kept, below_floor or cut_by_top_k."""
+        now = timezone.now()
+        half_life = settings.MEMCONSOLE_RECENCY_HALF_LIFE_DAYS
+        candidates = []
+        for row in self.rows.values():
+            content = row.content
+            exact = ranking.exact_score(query, row.episode_id, row.sender_id, row.sender_name, row.tags, content)
+            parts = ranking.breakdown(
+                similarity=self.similarities.get(row.episode_id, 0.0),
+                timestamp=row.timestamp,
+                importance=row.importance,
+                episode_sender_id=row.sender_id,
+                current_speaker_id=speaker or None,
+                tags=row.tags,
+                exact=exact,
+                now=now,
+                half_life_days=half_life,
+                lexical=self.lexical.score(document_text(row, content)),
+                vectors=self.vectors,
+            )
+            candidates.append(Candidate(RecallHit(row, parts.score, parts), self.stages.get(row.episode_id, [])))
+        # A query that is an episode's id asks for that episode: it comes first, whatever its age or
+        # score. A first-person question of the current speaker is about them: their own episodes
+        # above the floor come next (speaker-first), then everything else by score.
+        first_person = bool(speaker) and ranking.is_first_person(query)
+
+        def order(c: Candidate) -> tuple[bool, bool, float, int]:
+            e = c.hit.episode
+            own = first_person and e.sender_id == speaker and c.hit.breakdown.fused >= floor
+            return ranking.is_exact_id_query(query, e.episode_id), own, c.hit.score, e.id
+
+        candidates.sort(key=order, reverse=True)
+        kept = 0
+        for candidate in candidates:
+            exact_id = ranking.is_exact_id_query(query, candidate.hit.episode.episode_id)
+            if candidate.hit.breakdown.fused < floor and not exact_id:
+                candidate.outcome = BELOW_FLOOR
+            elif kept >= top_k:
+                candidate.outcome = CUT_BY_TOP_K
+            else:
+                kept += 1
+        return candidates

@@ -24,7 +24,7 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -32,19 +32,35 @@ from django.db import transaction
 
 from memconsole.lib import crypto, vectors
 
-from . import audit
+from . import audit, rowstate, tamper
 from .audit import Actor
+from .botmemory_models import Fact, FactVersion, WindowMessage
+from .episode_extras import EpisodeMetadata
 from .models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .reports import Report
 from .sync import metadata_patch, vector_metadata
 
 Progress = Callable[[str, int, int], None]
 
-SealedModel = type[Episode] | type[Profile] | type[ProfileVersion] | type[AuditEntry] | type[InjectionSnapshot]
+SealedModel = (
+    type[Episode]
+    | type[EpisodeMetadata]
+    | type[Profile]
+    | type[ProfileVersion]
+    | type[AuditEntry]
+    | type[InjectionSnapshot]
+    | type[Fact]
+    | type[FactVersion]
+    | type[WindowMessage]
+)
 
 # (name, model, the sealed column's field name)
 SEALED_TABLES: tuple[tuple[str, SealedModel, str], ...] = (
     ("episodes", Episode, "content_stored"),
+    ("episode_metadata", EpisodeMetadata, "payload_stored"),
+    ("facts", Fact, "text_stored"),
+    ("fact_versions", FactVersion, "text_stored"),
+    ("window_messages", WindowMessage, "text_stored"),
     ("profiles", Profile, "payload_stored"),
     ("profile_versions", ProfileVersion, "payload_stored"),
     ("audit_entries", AuditEntry, "payload_stored"),
@@ -65,6 +81,8 @@ class TableRotation(Report):
     skipped: int = 0  # already under the newest key
     unreadable: int = 0  # no configured key opens it: left untouched
     first_unreadable: int | None = None
+    refused: int = 0  # forged (`tamper`): changed outside memconsole, left untouched
+    baselined: int = 0  # episodes/profiles whose state the chain had not recorded: recorded now
 
 
 @dataclass
@@ -73,19 +91,24 @@ class RotationReport(Report):
     tables: dict[str, TableRotation] = field(default_factory=dict)
     vectors_pending: int = 0
     duration_ms: int = 0
+    refused_rows: list[str] = field(default_factory=list)  # the first forged rows, each with why
 
     @property
     def unreadable(self) -> int:
         return sum(t.unreadable for t in self.tables.values())
 
     @property
+    def refused(self) -> int:
+        return sum(t.refused for t in self.tables.values())
+
+    @property
     def ok(self) -> bool:
-        return self.unreadable == 0
+        return self.unreadable == 0 and self.refused == 0
 
     def totals(self) -> dict[str, int]:
         return {
             name: sum(getattr(t, name) for t in self.tables.values())
-            for name in ("total", "rotated", "encrypted", "skipped", "unreadable")
+            for name in ("total", "rotated", "encrypted", "skipped", "unreadable", "refused", "baselined")
         }
 
     def summary(self) -> str:
@@ -101,6 +124,10 @@ class RotationReport(Report):
             if table.unreadable:
                 text += f"; first unreadable row: {name} #{table.first_unreadable}"
                 break
+        if self.refused:
+            text += f"; {self.refused} rows changed outside memconsole were refused (not re-sealed): " + "; ".join(
+                self.refused_rows
+            )
         return text
 
     JSON_KEYS: ClassVar[tuple[str, ...]] = (
@@ -109,6 +136,8 @@ class RotationReport(Report):
         "totals",
         "vectors_pending",
         "duration_ms",
+        "refused",
+        "refused_rows",
         "ok",
         "summary",
     )
@@ -137,8 +166,9 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
             summary=f"key rotation to key {report.key_id} started",
             metadata={"key_id": report.key_id, "keys_configured": len(settings.MEMCONSOLE_FERNET_KEYS)},
         )
+    checker = tamper.Checker()
     for name, model, column in SEALED_TABLES:
-        report.tables[name] = _rotate_table(name, model, column, batch, progress, report)
+        report.tables[name] = _rotate_table(name, model, column, batch, progress, report, _Rules(checker, actor))
     report.duration_ms = int((time.monotonic() - started) * 1000)
     with transaction.atomic():
         audit.append(
@@ -152,12 +182,44 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
     return report
 
 
+@dataclass
+class _Rules:
+    """What a rotation checks each row against, and who records the baselines it writes."""
+
+    checker: tamper.Checker
+    actor: Actor
+
+
+def _loaded_fields(model: SealedModel, column: str) -> list[str]:
+    identity = rowstate.IDENTITY.get(model.__name__, ("",))[1:]
+    chained = rowstate.LOADED.get(model.__name__, ())
+    extra = ("user_key", "vector_current") if model is Episode else ()
+    return list(dict.fromkeys(("pk", column, "encrypted", *identity, *chained, *extra)))
+
+
+def _forged(row: Any, rules: _Rules) -> str | None:
+    """Why a chained row (episode, profile) must not be re-sealed, or None (a row changed while the
+    rotation runs is checked again against the entries appended since)."""
+    reason = rules.checker.problem(row)
+    if reason:
+        rules.checker.refresh()
+        reason = rules.checker.problem(row)
+    return reason
+
+
 def _rotate_table(
-    name: str, model: SealedModel, column: str, batch: int, progress: Progress | None, report: RotationReport
+    name: str,
+    model: SealedModel,
+    column: str,
+    batch: int,
+    progress: Progress | None,
+    report: RotationReport,
+    rules: _Rules,
 ) -> TableRotation:
     counts = TableRotation(total=model.objects.count())
     is_episode = model is Episode
-    fields = ["pk", column, "encrypted"] + (["user_key", "vector_current"] if is_episode else [])
+    chained = model.__name__ in rowstate.CHAINED
+    fields = _loaded_fields(model, column)
     last = 0
     done = 0
     while True:
@@ -167,17 +229,36 @@ def _rotate_table(
             if not rows:
                 break
             changed = []
+            baseline = []
             for row in rows:
                 stored = getattr(row, column)
-                if row.encrypted and crypto.is_under_newest_key(stored):
-                    counts.skipped += 1
-                    continue
+                identity = rowstate.identity(row)
                 try:
-                    sealed, _ = crypto.rotate_text(stored, row.encrypted)
+                    reason = _forged(row, rules) if chained else None
+                    if reason is None and row.encrypted:
+                        newest, sealed_format = crypto.inspect(stored)
+                        if newest and (sealed_format == 2 or identity is None):
+                            counts.skipped += 1
+                            if chained and rules.checker.unrecorded(row):
+                                baseline.append(row)
+                            continue
+                    if reason is None:
+                        if identity is None:
+                            sealed, _ = crypto.rotate_text(stored, row.encrypted)
+                        else:
+                            sealed, _ = crypto.reseal_text(stored, row.encrypted, identity)
+                except crypto.RowBindingError as exc:
+                    reason = f"its sealed value does not open here: {exc}"
                 except crypto.DecryptionError:
                     counts.unreadable += 1
                     if counts.first_unreadable is None:
                         counts.first_unreadable = row.pk
+                    continue
+                if reason is not None:
+                    counts.refused += 1
+                    if len(report.refused_rows) < tamper.NAMED:
+                        label = tamper.row_name(row) if chained else f"{name} #{row.pk}"
+                        report.refused_rows.append(f"{label}: {reason}")
                     continue
                 if row.encrypted:
                     counts.rotated += 1
@@ -189,8 +270,13 @@ def _rotate_table(
                 setattr(row, column, sealed)
                 row.encrypted = True
                 changed.append(row)
+                if chained and rules.checker.unrecorded(row):
+                    baseline.append(row)
             if changed:
                 model.objects.bulk_update(changed, [column, "encrypted"] + (["vector_current"] if is_episode else []))
+            if baseline:
+                _record_baseline(name, baseline, rules)
+                counts.baselined += len(baseline)
         last = rows[-1].pk
         done += len(rows)
         if newly_encrypted:
@@ -198,6 +284,20 @@ def _rotate_table(
         if progress:
             progress(name, done, max(counts.total, done))
     return counts
+
+
+def _record_baseline(name: str, rows: list[Any], rules: _Rules) -> None:
+    """Record the state of rows written before row binding (inside the batch's transaction)."""
+    audit.append(
+        "row_baseline",
+        rules.actor,
+        target_type="rows",
+        target_id=name,
+        summary=f"state of {len(rows)} {name} written before row binding recorded",
+        metadata={"table": name, "rows": len(rows)},
+        rows=rows,
+    )
+    rules.checker.refresh()
 
 
 def _refresh_vector_metadata(pks: list[int]) -> int:
@@ -233,6 +333,7 @@ class TableCensus:
     older: int = 0
     unreadable: int = 0
     first_unreadable: int | None = None
+    old_format: int = 0  # encrypted without the row's identity (format 1): `rotate_keys` re-seals them
 
     @property
     def encrypted(self) -> int:
@@ -247,6 +348,7 @@ def encryption_census(batch: int = 2000) -> dict[str, TableCensus]:
     for name, model, column in SEALED_TABLES:
         census = TableCensus(rows=model.objects.count())
         census.plain = model.objects.filter(encrypted=False).count()
+        bound = model.__name__ in rowstate.IDENTITY
         last = 0
         while True:
             chunk = list(
@@ -255,14 +357,16 @@ def encryption_census(batch: int = 2000) -> dict[str, TableCensus]:
             if not chunk:
                 break
             for pk, stored in chunk:
-                if keys_configured and crypto.is_under_newest_key(stored):
-                    census.newest += 1
-                    continue
                 try:
                     if not keys_configured:
                         raise crypto.DecryptionError("no keys")
-                    crypto.open_text(stored, True)
-                    census.older += 1
+                    newest, sealed_format = crypto.inspect(stored)
+                    if newest:
+                        census.newest += 1
+                    else:
+                        census.older += 1
+                    if bound and sealed_format == 1:
+                        census.old_format += 1
                 except crypto.DecryptionError:
                     census.unreadable += 1
                     if census.first_unreadable is None:

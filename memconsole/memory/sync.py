@@ -12,6 +12,7 @@ from typing import Any
 
 from memconsole.lib import embeddings, vectors
 
+from . import modelswitch
 from .errors import unavailable_on_failure
 from .models import Episode
 from .paging import chunks
@@ -55,6 +56,13 @@ def index_episodes(episodes: list[Episode], vectors_: Any = None) -> int:
                 model_id,
                 [episodes[p].episode_id for p in positions],
                 vectors_[positions],
+                [vector_metadata(episodes[p]) for p in positions],
+            )
+            # During a model switch, the collection still serving recall gets it too (its model).
+            modelswitch.write_serving(
+                user_key,
+                [episodes[p].episode_id for p in positions],
+                [episodes[p].content for p in positions],
                 [vector_metadata(episodes[p]) for p in positions],
             )
     Episode.objects.filter(pk__in=[e.pk for e in episodes]).update(vector_current=True, vector_model=model_id)

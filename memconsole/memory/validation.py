@@ -5,6 +5,7 @@ Each `validate_*` returns the clean value or raises `errors.ValidationError` nam
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from datetime import UTC, datetime
@@ -13,6 +14,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
+from .episode_extras import MAX_KIND_CHARS
 from .errors import ValidationError
 from .models import STATUS_ACTIVE, STATUSES
 
@@ -30,6 +32,12 @@ TOP_K_MAX = 50
 PAGE_SIZES = (10, 25, 50)
 MAX_LIST_LIMIT = 200
 MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
+
+# An episode's kind (issue 20): a short label, letters, digits and _ . : - (e.g. jw-agents' "fact_recalled").
+KIND = re.compile(rf"^[\w.:-]{{1,{MAX_KIND_CHARS}}}$")
+# An episode's metadata: a JSON object of at most this many bytes (UTF-8, compact) and this depth.
+MAX_METADATA_BYTES = 8192
+MAX_METADATA_DEPTH = 8
 
 EPISODE_ID_CHARS = "[0-9a-f]{12}"  # what `models.new_episode_id` makes
 EPISODE_ID = re.compile(f"^{EPISODE_ID_CHARS}$")
@@ -166,3 +174,43 @@ def validate_episode_ids(value: Any) -> list[str]:
     if not value:
         raise ValidationError("no episodes selected", field="episode_ids")
     return list(value)
+
+
+def validate_kind(value: Any, name: str = "kind") -> str:
+    """An episode's kind ("" for none): a short label of letters, digits and _ . : -."""
+    if value is None or value == "":
+        return ""
+    if not isinstance(value, str) or KIND.fullmatch(value.strip()) is None:
+        raise ValidationError(
+            f"{name} must be at most {MAX_KIND_CHARS} letters, digits or _ . : - (e.g. fact_recalled)", field=name
+        )
+    return value.strip()
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
+
+
+def validate_metadata(value: Any, name: str = "metadata") -> dict[str, Any]:
+    """An episode's metadata ({} for none): a JSON object of plain JSON values, at most
+    MAX_METADATA_BYTES as compact UTF-8 JSON and MAX_METADATA_DEPTH levels deep."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValidationError(f"{name} must be a JSON object", field=name)
+    try:
+        encoded = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError, RecursionError):
+        raise ValidationError(f"{name} must hold only JSON values (no NaN or Infinity)", field=name) from None
+    if "\\u0000" in encoded or not is_utf8(encoded):
+        raise ValidationError(f"{name} contains a NUL character or a lone surrogate", field=name)
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise ValidationError(f"{name} is larger than {MAX_METADATA_BYTES} bytes as JSON", field=name)
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValidationError(f"{name} is nested more than {MAX_METADATA_DEPTH} levels deep", field=name)
+    result: dict[str, Any] = json.loads(encoded)  # a plain copy: tuples become lists, keys strings
+    return result

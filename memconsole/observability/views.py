@@ -17,6 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
 from memconsole.console.middleware import client_ip
+from memconsole.jobs.collectors import JobCollector
 from memconsole.lib import metrics as series
 
 from .collectors import MemoryCollector
@@ -58,4 +59,4 @@ def _exposition(request: HttpRequest) -> HttpResponse:
             response.headers["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
         return HttpResponse("This address may not read the metrics.\n", status=403, content_type="text/plain")
-    return HttpResponse(series.exposition([MemoryCollector()]), content_type=series.CONTENT_TYPE)
+    return HttpResponse(series.exposition([MemoryCollector(), JobCollector()]), content_type=series.CONTENT_TYPE)

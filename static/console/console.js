@@ -38,7 +38,25 @@
   }
 
   // --- times in the browser's time zone (the title keeps UTC) --------------------------------
+  // The server shows times in the zone chosen on the Time zone page, else the browser's, which it
+  // learns from this cookie; until it knows it (data-time-zone="server") the texts are rewritten here.
+  function browserZone() {
+    try {
+      return Intl.DateTimeFormat().resolvedOptions().timeZone || "";
+    } catch (e) {
+      return "";
+    }
+  }
+  function reportBrowserZone() {
+    var zone = browserZone();
+    if (!zone) return;
+    var cookie = "memconsole_browser_tz=" + encodeURIComponent(zone);
+    if (document.cookie.split("; ").indexOf(cookie) === -1) {
+      document.cookie = cookie + "; path=/; max-age=31536000; SameSite=Lax";
+    }
+  }
   function localizeTimes(root) {
+    if (document.documentElement.getAttribute("data-time-zone") !== "server") return;
     var nodes = (root || document).querySelectorAll("time[datetime]:not([data-localized])");
     for (var i = 0; i < nodes.length; i++) {
       var node = nodes[i];
@@ -84,18 +102,19 @@
     }
   });
 
-  // --- the header menu (a <details>): Escape or a click elsewhere closes it ---------------------
+  // --- the header menu and the rows' action menus (<details>): Escape or a click elsewhere closes them
+  var MENUS = "details.menu[open], details.row-menu[open]";
   document.addEventListener("keydown", function (event) {
     if (event.key !== "Escape") return;
-    var menu = document.querySelector("details.menu[open]");
+    var menu = document.querySelector(MENUS);
     if (!menu) return;
     menu.open = false;
     var summary = menu.querySelector("summary");
     if (summary && menu.contains(document.activeElement)) summary.focus();
   });
   document.addEventListener("click", function (event) {
-    var menu = document.querySelector("details.menu[open]");
-    if (menu && !menu.contains(event.target)) menu.open = false;
+    var menus = document.querySelectorAll(MENUS);
+    for (var i = 0; i < menus.length; i++) if (!menus[i].contains(event.target)) menus[i].open = false;
   });
 
   // --- copy buttons: <button data-copy="id"> copies the text of element #id ----------------------
@@ -206,7 +225,8 @@
       var row = document.getElementById(replaced.id);
       var focused = document.activeElement;
       if (!row || (focused && focused !== document.body && document.body.contains(focused))) return;
-      var target = row.querySelector(".actions button, .actions a[href]") || row.querySelector("[tabindex]");
+      var target = row.querySelector("button.undo, .actions summary, .actions button, .actions a[href]") ||
+        row.querySelector("[tabindex]");
       if (target) target.focus();
     });
     document.body.addEventListener("htmx:responseError", function (event) {
@@ -228,6 +248,7 @@
   }
 
   function start() {
+    reportBrowserZone();
     setupThemeToggle();
     localizeTimes(document);
     setupSelectAll(document);

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from functools import cache
 from typing import Any
 
@@ -19,6 +20,10 @@ def _document() -> str:
 def _schema_for(method: str, endpoint: str, status: int) -> dict[str, Any] | None:
     doc = json.loads(_document())
     operation = doc["paths"].get(f"/{endpoint}", {}).get(method)
+    if operation is None:  # a templated path: /snapshots/{snapshot_id}
+        for path, operations in doc["paths"].items():
+            if "{" in path and re.fullmatch(re.sub(r"\\{[^}]+\\}", "[^/]+", re.escape(path)), f"/{endpoint}"):
+                operation = operations.get(method)
     if operation is None or str(status) not in operation["responses"]:
         # Undocumented combinations (unknown paths, wrong methods): always the error envelope.
         return {"$ref": "#/components/schemas/Error"} if status >= 400 else None

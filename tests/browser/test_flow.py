@@ -11,6 +11,7 @@ import pytest
 from django.utils import translation
 
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
+from tests.jobs.work import jobs_run_before_each_request
 
 from .conftest import XSS, Console, Seeded, playwright_expect
 
@@ -85,9 +86,10 @@ def test_it_logs_in_finds_a_scope_derives_one_and_logs_out(console: Console, see
     expect(derived.get_by_text("bot:bot-a", exact=True)).to_be_visible()
     page.get_by_role("button", name="Open this memory space").click()
     expect(page.get_by_role("heading", name="person_42", level=1)).to_be_visible()
-    expect(page.get_by_text("This space has no active episodes yet")).to_be_visible()
-    assert Scope.objects.filter(scope_key="bot-a:person_42", isolation="bot").exists()
-    assert AuditEntry.objects.filter(operation="scope_open", scope_key="bot-a:person_42").count() == 1
+    # Nothing is stored there: no empty space row is created (issue 17); it offers the first episode.
+    expect(page.get_by_role("heading", name="Nothing is stored in this memory space yet")).to_be_visible()
+    assert not Scope.objects.filter(scope_key="bot-a:person_42", isolation="bot").exists()
+    assert not AuditEntry.objects.filter(operation="scope_open", scope_key="bot-a:person_42").exists()
 
     # Deriving the space of an existing scope links straight to it.
     console.goto("/")
@@ -114,7 +116,9 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     expect(page.locator("#speaker-list option")).to_have_count(0)
     page.get_by_label("Speaker", exact=True).focus()
     expect(page.locator("#speaker-list option")).to_have_count(2)
-    expect(page.locator('#speaker-list option[value="u1"]')).to_have_text("Alice")
+    expect(page.locator('#speaker-list option[value="u1"]')).to_have_text(
+        "Alice (u1)"
+    )  # name (id), as the picker shows (H6)
     expect(page).to_have_url(re.compile(rf"{episodes_path(seeded)}$"))
 
     page.get_by_label("Per page").select_option("10")
@@ -155,12 +159,15 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
         expect(breakdown.get_by_text(factor, exact=True)).to_be_visible()
     expect(breakdown).to_contain_text("×1.16")  # importance 4
 
-    # Archive from the search results: the row updates in place.
+    # Archive from the search results (the row's actions menu): the row updates in place, no dialog.
     row = page.locator(f"#episode-{seeded.trip_id}")
+    asked = len(dialogs.messages)
+    row.locator("details.row-menu > summary").click()
     row.get_by_role("button", name="Archive", exact=True).click()
     expect(row.get_by_text("Archived", exact=True)).to_be_visible()
     expect(row.get_by_role("status")).to_have_text(f"Episode {seeded.trip_id} is archived.")
-    assert dialogs.messages[-1].startswith(f"Archive episode {seeded.trip_id}?")
+    assert len(dialogs.messages) == asked  # an Undo instead of a confirmation
+    expect(row.get_by_role("button", name=f"Undo: restore episode {seeded.trip_id}")).to_be_visible()
     expect(page.locator("#scope-counts")).to_contain_text("1 archived")
 
     page.get_by_role("link", name="Clear the search").click()
@@ -172,9 +179,10 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     row = page.locator(f"#episode-{seeded.trip_id}")
     expect(row).to_be_visible()
     expect(page.locator("tr.episode-row")).to_have_count(1)
+    row.locator("details.row-menu > summary").click()
     row.get_by_role("button", name="Restore", exact=True).click()
     expect(row.get_by_text("Active", exact=True)).to_be_visible()
-    expect(row.get_by_role("button", name="Archive", exact=True)).to_be_visible()
+    expect(row.get_by_role("button", name="Archive", exact=True, include_hidden=True)).to_have_count(1)
     assert Episode.objects.get(episode_id=seeded.trip_id).status == "active"
 
     # Delete asks first; dismissing keeps the episode.
@@ -184,14 +192,18 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     row = page.locator(f"#episode-{victim}")
     dialogs.accept = False
     asked = len(dialogs.messages)
-    row.get_by_role("button", name="Delete", exact=True).click()
+    row.locator("details.row-menu > summary").click()
+    row.get_by_role("button", name="Delete…", exact=True).click()
     dialogs.wait_for(asked + 1, page)
-    expect(row.get_by_role("button", name="Delete", exact=True)).to_be_visible()
-    assert dialogs.messages[-1] == f"Delete episode {victim} for good? This cannot be undone."
+    expect(row.get_by_role("button", name="Delete…", exact=True)).to_be_visible()
+    assert dialogs.messages[-1] == (
+        f"Delete episode {victim}? The episode and its search vector are removed. The audit log keeps "
+        "a copy of its content (its before-image) unless the person is erased."
+    )
     assert Episode.objects.filter(episode_id=victim).exists()
 
     dialogs.accept = True
-    row.get_by_role("button", name="Delete", exact=True).click()
+    row.get_by_role("button", name="Delete…", exact=True).click()
     expect(row).to_have_text(f"Episode {victim} was deleted.")
     assert not Episode.objects.filter(episode_id=victim).exists()
 
@@ -267,7 +279,7 @@ def test_it_shows_the_injection_history_and_downloads_the_export(
     history.locator("tbody tr").nth(1).get_by_role("link").click()
     expect(page.get_by_role("heading", name="Injection snapshot")).to_be_visible()
     expect(page.get_by_text("when is the trip to Beijing?")).to_be_visible()
-    expect(page.get_by_role("link", name=seeded.trip_id)).to_be_visible()
+    expect(page.get_by_role("link", name=seeded.trip_id).first).to_be_visible()
 
     page.get_by_role("link", name="Export", exact=True).click()
     expect(page.get_by_role("checkbox", name="Active")).to_be_checked()
@@ -290,14 +302,19 @@ def test_it_shows_the_injection_history_and_downloads_the_export(
 
 
 @pytest.mark.browser
-def test_it_runs_the_health_check(console: Console, seeded: Seeded, admin_user) -> None:
+def test_it_runs_the_health_check(console: Console, seeded: Seeded, admin_user, one_request_at_a_time) -> None:
     page = console.page
     console.log_in("admin")
     console.goto(episodes_path(seeded))
     page.get_by_role("link", name="Diagnostics", exact=True).click()
     expect(page.get_by_role("heading", name="Diagnostics", level=1)).to_be_visible()
     expect(page.get_by_text("The health check has not run yet")).to_be_visible()
-    page.get_by_role("button", name="Run health check").click()
+    diagnostics = page.url
+    with jobs_run_before_each_request(one_request_at_a_time):  # the health run is a job (issue 21)
+        page.get_by_role("button", name="Run health check").click()
+        page.wait_for_url(re.compile(r"/jobs/"))
+        page.reload()  # the next request runs the queued job; its page then shows it finished
+        page.goto(diagnostics)
     health = page.locator("#health")
     expect(health.get_by_role("heading", name=re.compile(r"^Latest result"))).to_be_visible(timeout=60_000)
     for check in ("database", "vector_index", "embedding", "audit_chain"):

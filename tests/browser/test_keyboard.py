@@ -1,5 +1,5 @@
 """The console with the keyboard alone (issue 3: keyboard-reachable actions): Tab to the search and
-search, Tab to a row's Archive button and archive with Enter or Space, work the theme toggle and
+search, Tab to a row's actions menu and archive with Enter or Space, work the theme toggle and
 the phone menu, and see where the focus is on every stop."""
 
 from __future__ import annotations
@@ -71,32 +71,39 @@ def test_it_archives_a_row_with_enter_and_with_space(console: Console, seeded: S
     console.log_in("admin")
     console.goto(f"/scopes/{seeded.scope.pk}/episodes/?limit=10")
 
+    # Each row has one actions menu (a <details>): Tab to it, open it with Enter, Tab to Archive.
     page.get_by_label("Search episodes").focus()
-    tab_until(console, "el => el.tagName === 'BUTTON' && el.textContent.trim() === 'Archive'")
     first = page.locator(f"#episode-{newest[0]}")
+    tab_until(console, f"el => el.getAttribute('aria-label') === 'Actions for episode {newest[0]}'")
+    page.keyboard.press("Enter")
+    tab_until(console, "el => el.tagName === 'BUTTON' && el.textContent.trim() === 'Archive'")
     expect(first.get_by_role("button", name="Archive")).to_be_focused()
     page.keyboard.press("Enter")
     expect(first.get_by_text("Archived", exact=True)).to_be_visible()
-    assert dialogs[-1].startswith(f"Archive episode {newest[0]}?")
-    # The row was replaced, and the focus stays in it (on its first action) instead of falling to the page.
-    expect(first.get_by_role("button", name="Restore")).to_be_focused()
+    assert dialogs == []  # no confirmation: an Undo instead
+    # The row was replaced, and the focus stays in it (on its Undo) instead of falling to the page.
+    expect(first.get_by_role("button", name=f"Undo: restore episode {newest[0]}")).to_be_focused()
     assert focus_ring(console)["style"] == "solid"
 
-    tab_until(console, "el => el.tagName === 'BUTTON' && el.textContent.trim() === 'Archive'")
     second = page.locator(f"#episode-{newest[1]}")
+    tab_until(console, f"el => el.getAttribute('aria-label') === 'Actions for episode {newest[1]}'")
+    page.keyboard.press("Space")
+    tab_until(console, "el => el.tagName === 'BUTTON' && el.textContent.trim() === 'Archive'")
     expect(second.get_by_role("button", name="Archive")).to_be_focused()
     page.keyboard.press("Space")
     expect(second.get_by_text("Archived", exact=True)).to_be_visible()
-    assert dialogs[-1].startswith(f"Archive episode {newest[1]}?")
     assert set(Episode.objects.filter(status="archived").values_list("episode_id", flat=True)) == {newest[0], newest[1]}
 
-    # Delete the same way: the row turns into its status line, and the focus waits there.
-    expect(second.get_by_role("button", name="Restore")).to_be_focused()
-    page.keyboard.press("Tab")
-    expect(second.get_by_role("button", name="Delete")).to_be_focused()
+    # Delete the same way (it asks first): the row turns into its status line, and the focus waits there.
+    undo = second.get_by_role("button", name=f"Undo: restore episode {newest[1]}")
+    expect(undo).to_be_focused()
+    tab_until(console, f"el => el.getAttribute('aria-label') === 'Actions for episode {newest[1]}'")
+    page.keyboard.press("Enter")
+    tab_until(console, "el => el.tagName === 'BUTTON' && el.textContent.trim() === 'Delete…'")
     page.keyboard.press("Enter")
     expect(second).to_have_text(f"Episode {newest[1]} was deleted.")
     expect(second.get_by_role("status")).to_be_focused()
+    assert dialogs and dialogs[-1].startswith(f"Delete episode {newest[1]}?")
     assert not Episode.objects.filter(episode_id=newest[1]).exists()
 
 

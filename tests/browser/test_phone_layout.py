@@ -9,7 +9,7 @@ import re
 import pytest
 from django.utils import translation
 
-from memconsole.memory import episodes
+from memconsole.memory import episodes, profiles
 from memconsole.memory.audit import Actor
 
 from .conftest import DESKTOP, PHONE, Console, Seeded, playwright_expect
@@ -98,15 +98,17 @@ def test_it_shows_wide_tables_as_cards_on_a_phone_with_every_action_on_screen(
     console.goto(paths(seeded)["episodes"])
     page.on("dialog", lambda dialog: dialog.accept())
     row = page.locator("tr.episode-row").first
+    row.locator("details.row-menu > summary").click()  # one actions menu a row
     archive = row.get_by_role("button", name="Archive")
-    assert within_screen(archive)
+    assert within_screen(archive) and within_screen(row.get_by_role("button", name="Delete…"))
     row_id = row.get_attribute("id")
     archive.click()
     row = page.locator(f"#{row_id}")
     expect(row.get_by_text("Archived", exact=True)).to_be_visible()
     assert row.locator("td[data-label]").count() >= 6
     assert row.locator("td").first.evaluate("c => getComputedStyle(c).display") != "table-cell"
-    assert within_screen(row.get_by_role("button", name="Restore"))
+    row.locator("details.row-menu > summary").click()
+    assert within_screen(row.get_by_role("button", name="Restore", exact=True))
     # On a wide screen the same table is a table.
     page.set_viewport_size(DESKTOP)
     assert row.locator("td").first.evaluate("c => getComputedStyle(c).display") == "table-cell"
@@ -198,7 +200,7 @@ def test_it_translates_the_score_factors_into_chinese(console: Console, seeded: 
     page = console.page
     console.log_in("admin")
     chinese(console)
-    factors = ("similarity", "recency", "importance", "speaker", "update", "exact")
+    factors = ("similarity", "lexical", "relevance", "recency", "importance", "speaker", "update", "exact")
     with translation.override("zh-hans"):
         names = {factor: translation.gettext(factor) for factor in factors}
     assert all(re.search(r"[\u4e00-\u9fff]", name) for name in names.values()), names
@@ -226,7 +228,7 @@ def test_it_puts_no_space_after_a_chinese_full_stop(new_console, seeded: Seeded,
         "/?q=nothing-like-this",
         f"{scope}/episodes/",
         f"{scope}/episodes/?status=archived",
-        f"{scope}/episodes/?status=all&cursor=a1",
+        f"{scope}/episodes/?status=all&cursor=a1.1",
         f"{scope}/episodes/?tag=none",
         f"{scope}/episodes/?q=trip",
         f"{scope}/episodes/{seeded.trip_id}/",
@@ -251,3 +253,25 @@ def test_it_puts_no_space_after_a_chinese_full_stop(new_console, seeded: Seeded,
             for m in re.finditer(r"[。！？，；：][ \t\u00a0]+\S", text)
         ]
     assert not stray, "\n".join(stray)
+
+
+@pytest.mark.browser
+def test_the_profile_versions_and_the_overview_fit_a_phone(new_console, seeded: Seeded, admin_user) -> None:
+    """Issue 17: at 390 px the version table kept "Roll back" past the screen's edge (inside a box
+    scrolling sideways), and the overview took a screen per space."""
+    tests = Actor.system("tests")
+    profiles.update_profile(seeded.keys, tests, "speaker", "u1", add_traits=["tea"])
+    console = new_console(viewport=PHONE)
+    page = console.page
+    console.log_in("admin")
+    console.goto(f"/scopes/{seeded.scope.pk}/profiles/speaker/?sender=u1")
+    roll_back = page.get_by_role("button", name="Roll back to version 1")
+    roll_back.scroll_into_view_if_needed()
+    assert within_screen(roll_back)
+    assert page.evaluate("[...document.querySelectorAll('.table-wrap')].every(w => w.scrollWidth <= w.clientWidth + 1)")
+    console.goto("/")
+    cards = page.locator("#scope-list tbody tr")
+    expect(cards.first).to_be_visible()
+    for index in range(cards.count()):
+        assert cards.nth(index).bounding_box()["height"] < 200
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]

@@ -65,8 +65,16 @@ def test_it_keeps_the_whole_history_on_the_shared_episodes_page(viewer_client, u
 
 
 def test_it_opens_the_trimmed_space_for_a_session_name_with_spaces_around_it(operator_client, url, system):
+    # A space with nothing stored gets its row with its first memory (issue 17: no empty rows).
     response = operator_client.post(
-        url("scope_open"), {"bot_uuid": "bot-a", "session_name": "group_1001 ", "isolation": "session"}
+        url("space_first_episode"),
+        {
+            "bot_uuid": "bot-a",
+            "session_name": "group_1001 ",
+            "isolation": "session",
+            "content": "hi",
+            "importance": "2",
+        },
     )
     assert response.status_code == 302
     assert list(Scope.objects.values_list("scope_key", "session_name")) == [("bot-a:group_1001", "group_1001")]

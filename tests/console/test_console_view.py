@@ -127,7 +127,7 @@ def test_it_translates_the_503_page(viewer_client, monkeypatch):
 def test_it_shows_an_undecryptable_episode_as_a_503_page_not_a_traceback(viewer_client, url, scope, keys, monkeypatch):
     episode_id = list_episodes(keys, limit=10).episodes[0].episode_id
 
-    def refuse(stored, encrypted):
+    def refuse(stored, encrypted, *identity):
         raise crypto.DecryptionError("no configured key opens this token")
 
     monkeypatch.setattr(crypto, "open_text", refuse)

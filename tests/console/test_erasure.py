@@ -12,6 +12,7 @@ from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.validation import MAX_SENDER_CHARS
 from tests.factories import plain_episodes, profile
+from tests.jobs.work import follow_job
 
 from .conftest import htmx
 
@@ -135,6 +136,9 @@ def test_it_erases_the_speaker_writes_the_receipt_and_keeps_the_chain_verifiable
     erased = {e.episode_id for e in scope_with_episodes if e.sender_id == "u1"}
     assert erased <= set(vectors.all_ids(keys.user_key))
     response = admin_client_.post(url("erasure_run"), {"sender_id": "u1", "bot_uuid": "bot-a", "confirmation": "u1"})
+    assert response.status_code == 302 and Episode.objects.filter(sender_id="u1").exists()  # queued as a job
+    assert "u1" not in response["Location"]
+    response = follow_job(admin_client_, response)
     assert response.status_code == 200
     page = response.content.decode()
     receipt = AuditEntry.objects.get(operation="erase_subject")
@@ -185,8 +189,11 @@ def test_it_answers_an_htmx_erasure_with_the_receipt_fragment(admin_client_, url
     response = admin_client_.post(
         url("erasure_run"), {"sender_id": "u9", "bot_uuid": "bot-b", "confirmation": "u9"}, **htmx("erasure")
     )
+    assert response.status_code == 200 and "/jobs/" in response["HX-Redirect"]
+    response = follow_job(admin_client_, response, **htmx("job"))
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith('<div id="erasure"') and "<html" not in html
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="job"') and "<html" not in html
+    assert '<div id="erasure"' in html
     assert "The speaker was erased." in html and not Episode.objects.filter(sender_id="u9").exists()
 
 

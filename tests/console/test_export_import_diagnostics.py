@@ -9,6 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, HealthRun, Scope
+from tests.jobs.work import follow_job, job_location, run_queued_jobs
 
 from .conftest import htmx
 
@@ -90,10 +91,14 @@ def test_it_shows_the_import_form_prefilled_from_a_scope(admin_client_, url, lig
 
 def test_it_dry_runs_an_import_then_imports_it(admin_client_, url, export_file):
     response = admin_client_.post(url("import"), import_data(export_file, dry_run="on"))
+    assert response.status_code == 302  # at once, to the job's page
+    response = follow_job(admin_client_, response)
     assert response.status_code == 200 and b"Dry run: nothing was written." in response.content
     assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
     export_file.seek(0)
     response = admin_client_.post(url("import"), import_data(export_file))
+    assert not Episode.objects.filter(user_key="bot-c:group_300").exists()  # not yet: the job is queued
+    response = follow_job(admin_client_, response)
     page = response.content.decode()
     assert response.status_code == 200 and "The file was imported." in page
     assert Episode.objects.filter(user_key="bot-c:group_300").count() == 4
@@ -104,13 +109,15 @@ def test_it_dry_runs_an_import_then_imports_it(admin_client_, url, export_file):
 
 def test_it_answers_an_htmx_import_with_the_report_fragment(admin_client_, url, export_file):
     response = admin_client_.post(url("import"), import_data(export_file, dry_run="on"), **htmx("import-report"))
-    assert response.content.decode().lstrip().startswith('<div id="import-report"') and b"<html" not in response.content
+    assert response.status_code == 200 and response["HX-Redirect"].startswith("/jobs/")  # a full page navigation
+    response = follow_job(admin_client_, response, **htmx("job"))
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="job"') and '<div id="import-report"' in html and "<html" not in html
 
 
 @pytest.mark.parametrize(
     ("overrides", "message"),
     [
-        ({"file": SimpleUploadedFile("bad.json", b"{not json")}, b"The file was not imported."),
         ({"format": "zip"}, b"Select a valid choice."),
         ({"bot_uuid": "bad bot"}, b"bot_uuid may not contain"),
         ({"isolation": "moon"}, b"Select a valid choice."),
@@ -123,6 +130,14 @@ def test_it_answers_400_with_a_clear_message_to_a_bad_import(admin_client_, url,
         del data["file"]
     response = admin_client_.post(url("import"), data)
     assert response.status_code == 400 and message in response.content
+    assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
+
+
+def test_it_reports_a_bad_file_on_the_job_page_in_plain_words(admin_client_, url, export_file):
+    response = admin_client_.post(url("import"), import_data(SimpleUploadedFile("bad.json", b"{not json")))
+    response = follow_job(admin_client_, response)
+    page = response.content.decode()
+    assert response.status_code == 200 and "The job failed" in page and "line 1, column 2" in page
     assert not Episode.objects.filter(user_key="bot-c:group_300").exists()
 
 
@@ -153,7 +168,9 @@ def test_it_shows_an_empty_diagnostics_page_with_the_button_for_operators(operat
 
 def test_it_runs_the_health_check_and_shows_cards_with_text_status(operator_client, viewer_client, url, light_scope):
     response = operator_client.post(url("diagnostics_run"))
-    assert response.status_code == 302 and response["Location"] == url("diagnostics")
+    assert response.status_code == 302 and "/jobs/" in response["Location"]
+    assert not HealthRun.objects.exists()  # queued, not run inside the request
+    assert follow_job(operator_client, response).status_code == 200
     run = HealthRun.objects.get()
     assert AuditEntry.objects.filter(operation="health_check", actor="user:operator").exists()
     response = viewer_client.get(url("diagnostics"), {"scope": light_scope.pk})
@@ -166,11 +183,14 @@ def test_it_runs_the_health_check_and_shows_cards_with_text_status(operator_clie
     assert f'href="{url("episodes", light_scope.pk)}"' in page  # back to the scope it was opened from
 
 
-def test_it_answers_an_htmx_health_run_with_the_results_fragment(operator_client, url):
+def test_it_answers_an_htmx_health_run_with_the_job_fragment(operator_client, url):
     response = operator_client.post(url("diagnostics_run"), **htmx("health"))
+    assert response.status_code == 200 and "/jobs/" in job_location(response)
+    response = follow_job(operator_client, response, **htmx("job"))
     html = response.content.decode()
-    assert response.status_code == 200 and html.lstrip().startswith('<div id="health"') and "<html" not in html
-    assertContains(response, "Latest result")
+    assert response.status_code == 200 and html.lstrip().startswith('<div id="job"') and "<html" not in html
+    assertContains(response, "Back to Diagnostics")
+    assert not run_queued_jobs()
 
 
 def test_it_refuses_the_health_check_run_to_a_viewer(viewer_client, url):

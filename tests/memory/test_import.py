@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from memconsole.lib import vectors
 from memconsole.memory import episodes, exports, imports, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.botmemory_models import Fact, WindowMessage
 from memconsole.memory.errors import PermissionDenied
 from memconsole.memory.imports import ImportFileError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Profile, Scope
@@ -529,17 +530,19 @@ def test_it_imports_bot_memory_facts_of_one_agent(tmp_path):
         path, "bot-memory", bot_uuid="agent-1", session_name="group_9", isolation="session", actor=ACTOR
     )
 
-    rows = sorted(Episode.objects.all(), key=lambda e: e.imported_episode_id)
-    assert [(e.content, e.tags, e.sender_id) for e in rows] == [
-        ("favourite_drink: oolong tea", ["fact", "favourite_drink"], "@alice:example.org"),
-        ("城市: 上海", ["fact", "城市"], "@bob:example.org"),
+    # Issue 20: the facts table maps to keyed facts, not to episodes.
+    rows = sorted(Fact.objects.all(), key=lambda f: f.subject)
+    assert [(f.subject, f.key, f.text) for f in rows] == [
+        ("@alice:example.org", "favourite_drink", "oolong tea"),
+        ("@bob:example.org", "城市", "上海"),
     ]
-    assert rows[0].timestamp == datetime(2024, 2, 1, 12, tzinfo=UTC)
-    assert {e.scope_key for e in rows} == {"agent-1:group_9"} and {e.bot_uuid for e in rows} == {"agent-1"}
-    assert report.episodes == 2
+    assert rows[0].updated_at == datetime(2024, 2, 1, 12, tzinfo=UTC)
+    assert {f.user_key for f in rows} == {"agent-1:group_9"} and {f.bot_uuid for f in rows} == {"agent-1"}
+    assert report.facts == 2 and report.episodes == 0 and not Episode.objects.exists()
 
 
-def test_it_imports_bot_memory_messages_into_their_rooms(tmp_path):
+def test_it_imports_bot_memory_messages_into_their_rooms(tmp_path, settings):
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 0  # the file's messages are from 2024: keep them
     path = _bot_memory_database(tmp_path)
 
     imports.import_file(
@@ -552,14 +555,13 @@ def test_it_imports_bot_memory_messages_into_their_rooms(tmp_path):
         include_messages=True,
     )
 
-    messages = {e.content: e for e in Episode.objects.filter(tags_text__in=[",user,", ",assistant,"])}
+    # Issue 20: the messages table maps to the conversation window of each room.
+    messages = {m.text: m for m in WindowMessage.objects.all()}
     assert set(messages) == {"hello there", "你好！"}
-    assert messages["hello there"].scope_key == "agent-1:!room1:example.org" and messages["hello there"].tags == [
-        "user"
-    ]
-    assert messages["你好！"].tags == ["assistant"]
-    assert set(Episode.objects.values_list("user_key", flat=True)) == {"bot:agent-1"}  # bot isolation shares one space
-    assert Episode.objects.count() == 4
+    assert messages["hello there"].scope_key == "agent-1:!room1:example.org" and messages["hello there"].role == "user"
+    assert messages["你好！"].role == "assistant"
+    assert set(Fact.objects.values_list("user_key", flat=True)) == {"bot:agent-1"}  # bot isolation shares one space
+    assert Fact.objects.count() == 2 and not Episode.objects.exists()
 
 
 def test_it_names_the_agents_when_the_bot_has_nothing_in_the_file(tmp_path):

@@ -465,7 +465,10 @@ def test_it_records_an_injection_with_profiles_episodes_blocks_and_snapshot(scop
     assert payload["speaker"] == {"id": "u1", "name": "Alice"}
     assert [e["episode_id"] for e in payload["episodes"]] == [h.episode.episode_id for h in injection.hits]
     first = payload["episodes"][0]
-    assert set(first["breakdown"]) == {"similarity", "recency", "importance", "speaker", "update", "exact"}
+    assert set(first["breakdown"]) == {
+        *("similarity", "lexical", "relevance"),  # hybrid retrieval (issue 16)
+        *("recency", "importance", "speaker", "update", "exact"),
+    }
     assert first["content"] == "I am planning a trip to Beijing next month"
 
     assert AuditEntry.objects.count() == audits + 1
@@ -541,6 +544,10 @@ def test_it_keeps_an_episode_the_index_refused_not_current_through_archive_and_r
     # A collection made by another model: the index refuses the new vector (ModelMismatch).
     vectors.upsert(
         keys.user_key, "another-model", ["0123456789ab"], embeddings.embed(["older"]), [{"user_key": keys.user_key}]
+    )
+    # ... and a model switch's staging copy of yet another model (memory/reembed.py): no place for this model.
+    vectors.upsert(
+        keys.user_key, "third-model", ["0123456789ac"], embeddings.embed(["older"]), [{"user_key": keys.user_key}]
     )
     result = episodes.remember(keys, system, "saved while the index refused it")
     assert not result.indexed

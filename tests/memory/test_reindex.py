@@ -38,7 +38,9 @@ def test_it_finds_no_drift_in_a_consistent_index(scope_with_episodes):
 def test_it_repairs_a_deleted_vector(keys, scope_with_episodes):
     trip = scope_with_episodes[0]
     vectors.delete(keys.user_key, [trip.episode_id])
-    assert trip.episode_id not in [h.episode.episode_id for h in retrieval.recall(keys, "travel plans")]
+    # Hybrid recall (issue 16) may still find it through the lexical index, but with no vector.
+    hits = [h for h in retrieval.recall(keys, "travel plans") if h.episode.episode_id == trip.episode_id]
+    assert all(h.breakdown.similarity == 0 for h in hits)
 
     found = reindex(check_only=True)
     assert (found.missing, found.drift) == (1, 1)
@@ -53,7 +55,8 @@ def test_it_repairs_a_deleted_vector(keys, scope_with_episodes):
 
 def test_it_repairs_stale_metadata(keys, scope_with_episodes):
     food = scope_with_episodes[1]
-    Episode.objects.filter(pk=food.pk).update(status=STATUS_ARCHIVED)  # the database changed, the index did not
+    # The index changed, the database did not (a database row changed by SQL is refused: test_tamper.py).
+    vectors.update_metadata(keys.user_key, [food.episode_id], [{"status": STATUS_ARCHIVED.value}])
 
     found = reindex(check_only=True)
     assert found.stale == 1 and found.drift == 1
@@ -61,7 +64,7 @@ def test_it_repairs_stale_metadata(keys, scope_with_episodes):
     repaired = reindex(check_only=False)
 
     assert repaired.metadata_fixed == 1
-    assert vectors.get(keys.user_key, [food.episode_id])[food.episode_id]["metadata"]["status"] == STATUS_ARCHIVED
+    assert vectors.get(keys.user_key, [food.episode_id])[food.episode_id]["metadata"]["status"] == "active"
     assert reindex(check_only=True).drift == 0
 
 
@@ -111,8 +114,9 @@ def test_it_reembeds_a_collection_made_by_another_model(keys, system, settings, 
     episodes.remember(keys, system, "I am planning a trip to Beijing next month")
     episodes.remember(keys, system, "My favourite food is dumplings")
     settings.MEMCONSOLE_MODEL_DIR = MODEL_DIR
-    with pytest.raises(vectors.ModelMismatch):
-        retrieval.recall(keys, "travel plans")
+    # A model switch: recall keeps answering from the earlier index (memory/reembed.py); `reindex`
+    # can still do the re-embedding in the foreground.
+    assert retrieval.recall(keys, "travel plans") is not None
 
     found = reindex(check_only=True)
     assert (found.foreign_model_collections, found.not_current) == (1, 2)
@@ -152,11 +156,11 @@ def test_it_reports_and_repairs_from_the_command(keys, scope_with_episodes, caps
         call_command("reindex", "--check")
     assert drift.value.returncode == 1
     assert "1 episodes whose vector is missing" in str(drift.value)
-    assert "scan: 1/1" in capsys.readouterr().out
+    assert "scan: 1/1" in capsys.readouterr().err  # progress goes to stderr only
 
     call_command("reindex")
-    out = capsys.readouterr().out
-    assert "repair: 1/1" in out and "1 re-embedded" in out
+    out, err = capsys.readouterr()
+    assert "repair: 1/1" in err and "1 re-embedded" in out and "repair: " not in out
 
     call_command("reindex", "--check")
     assert "no drift" in capsys.readouterr().out
@@ -203,4 +207,7 @@ def test_recall_follows_a_collection_replaced_or_dropped_by_another_process(keys
 
     hits = retrieval.recall(keys, "travel plans")
 
-    assert [h.episode.episode_id for h in hits][:1] == ([trip.episode_id] if replaced else [])
+    if replaced:
+        assert [h.episode.episode_id for h in hits][:1] == [trip.episode_id]
+    else:  # no vector left: only the lexical index can find anything (issue 16), with no similarity
+        assert all(h.breakdown.similarity == 0 for h in hits)

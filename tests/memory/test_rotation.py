@@ -16,8 +16,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memconsole.lib import crypto, vectors
-from memconsole.memory import episodes, injection, profiles, retrieval
+from memconsole.memory import episodes, facts, injection, profiles, retrieval, window
 from memconsole.memory.audit import verify_audit_chain
+from memconsole.memory.botmemory_models import Fact, FactVersion, WindowMessage
+from memconsole.memory.episode_extras import EpisodeMetadata
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.reindex import reindex
 from memconsole.memory.rotation import rotate_keys
@@ -27,7 +29,17 @@ pytestmark = pytest.mark.django_db
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
-SEALED = (Episode, Profile, ProfileVersion, AuditEntry, InjectionSnapshot)
+SEALED = (
+    Episode,
+    EpisodeMetadata,
+    Fact,
+    FactVersion,
+    WindowMessage,
+    Profile,
+    ProfileVersion,
+    AuditEntry,
+    InjectionSnapshot,
+)
 
 
 def new_key() -> str:
@@ -37,7 +49,10 @@ def new_key() -> str:
 def fill(keys, system) -> None:
     """Rows in every sealed table: episodes, profiles and their versions, audit, a snapshot."""
     episodes.remember(keys, system, "I am planning a trip to Beijing next month", tags=["travel"], sender_id="u1")
-    episodes.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2")
+    episodes.remember(keys, system, "我喜欢喝绿茶", tags=["drink"], sender_id="u2", metadata={"cup": "large"})
+    facts.remember_fact(keys, system, "u2", "drink", "tea")  # issue 20: facts, their history, the window
+    facts.remember_fact(keys, system, "u2", "drink", "green tea")
+    window.append_message(keys, system, "user", "hello", sender_id="u2")
     profiles.update_profile(keys, system, "session", name="Travel group", add_traits=["plans ahead"])
     profiles.update_profile(keys, system, "speaker", "u1", name="Alice", add_preferences=["short answers"])
     injection.record_injection(keys, system, "travel plans", sender_id="u1")
@@ -147,8 +162,8 @@ def test_it_audits_the_start_and_the_end_with_counts(keys, system, settings, cap
 
     call_command("rotate_keys", "--batch", "3")
 
-    out = capsys.readouterr().out
-    assert "episodes: 2/2" in out and "audit_entries: 3/" in out and "rotate_keys: " in out
+    out, err = capsys.readouterr()  # progress on stderr, the result on stdout
+    assert "episodes: 2/2" in err and "audit_entries: 3/" in err and "rotate_keys: " in out
     start, end = AuditEntry.objects.filter(operation__startswith="key_rotation").order_by("seq")
     assert (start.operation, end.operation) == ("key_rotation_started", "key_rotation")
     assert start.actor == end.actor == "system:manage.py rotate_keys"
@@ -192,16 +207,16 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
     env["MEMCONSOLE_FERNET_KEYS"] = f"{newest},{old}"
 
     rotation = subprocess.Popen(
-        [*manage, "rotate_keys", "--batch", "20"], env=env, cwd=BASE_DIR, stdout=subprocess.PIPE, text=True
+        [*manage, "rotate_keys", "--batch", "20"], env=env, cwd=BASE_DIR, stderr=subprocess.PIPE, text=True
     )
     try:
-        for line in rotation.stdout:
+        for line in rotation.stderr:  # progress goes to stderr only
             if line.startswith("episodes: ") and int(line.split()[1].split("/")[0]) >= 200:
                 break
         rotation.send_signal(signal.SIGKILL)
     finally:
         rotation.wait(timeout=60)
-        rotation.stdout.close()
+        rotation.stderr.close()
     assert rotation.returncode == -signal.SIGKILL
 
     half = run_inspection(env)
@@ -220,7 +235,9 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
     env["MEMCONSOLE_FERNET_KEYS"] = newest  # the old key is removed
     final = run_inspection(env)
     assert final["bad"] == []
-    assert final["rows"] == half["rows"] + 2  # + the resumed run's start and end entries
+    # + the resumed run's start and end entries, and its entries recording the seeded rows' state
+    assert final["baselines"] > half["baselines"]
+    assert final["rows"] == half["rows"] + 2 + final["baselines"] - half["baselines"]
     assert final["newest"] == final["rows"] and final["plain"] == 0 and final["other"] == 0
     assert final["chain"].startswith("audit chain OK")
     assert final["operations"] == ["key_rotation_started", "key_rotation_started", "key_rotation"]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from memconsole.memory import imports
 from memconsole.memory.errors import ValidationError
 from memconsole.memory.models import AuditEntry, Episode
+from tests.jobs.work import follow_job
 
 from .conftest import MANAGE, PYTHON, REPO, record_figure
 from .hostile import anything, hostile_text, rows
@@ -334,7 +335,8 @@ def test_it_never_uses_the_uploaded_name_as_a_path(tmp_path, system, name, monke
 
 def test_it_cleans_the_name_of_a_console_upload_too(admin_client_, tmp_path):
     upload = SimpleUploadedFile("../../<b>evil</b>.json", _valid_export(), content_type="application/json")
-    response = admin_client_.post("/import/", {"file": upload, "format": "langbot", **TARGET, "dry_run": ""})
+    started = admin_client_.post("/import/", {"file": upload, "format": "langbot", **TARGET, "dry_run": ""})
+    response = follow_job(admin_client_, started)  # an import runs as a job (issue 21); its page reports
     assert response.status_code == 200, response.content[:500]
     page = response.content.decode()
     assert "<b>evil</b>" not in page and "../" not in page.split("File</dt>")[1][:200]

@@ -24,7 +24,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from memconsole.memory import episodes, injection, profiles, tokens
+from memconsole.memory import episodes, injection, jobs, profiles, tokens
 from memconsole.memory.models import AuditEntry, BotGrant, BotToken, Scope
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
 from memconsole.memory.scopes import derive_scope
@@ -138,6 +138,20 @@ CONSOLE_ROWS = [
         200,
         data={"action": "archive", "episode_ids": "{episode}"},
     ),
+    # Bulk by filter (issue 17): every episode the list's filters match; deleting needs the delete role.
+    row(
+        S + "episodes/bulk/",
+        "post",
+        "/scopes/{scope}/episodes/bulk/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        403,
+        200,
+        data={"action": "delete", "select": "matching", "filter_query": "status=all"},
+    ),
+    row(S + "episodes/", "get", "/scopes/{scope}/episodes/?sort=importance&cursor=z", LOGIN, LOGIN, 200, 404, 200, 200),
     row(S + "speakers/", "get", "/scopes/{scope}/speakers/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(E, "get", "/scopes/{scope}/episodes/{episode}/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(
@@ -164,6 +178,41 @@ CONSOLE_ROWS = [
     ),
     # Without "confirmed" the delete view asks first: the permission is checked before it asks.
     row(E + "delete/", "post", "/scopes/{scope}/episodes/{episode}/delete/", LOGIN, LOGIN, 403, 404, 403, 200),
+    # Editing memory by hand, finding people, spaces, the time zone (issue 17, H6).
+    row(E + "edit/", "get", "/scopes/{scope}/episodes/{episode}/edit/", LOGIN, LOGIN, 403, 404, 200, 200),
+    row(
+        E + "edit/",
+        "post",
+        "/scopes/{scope}/episodes/{episode}/edit/",
+        *(LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+        data={"content": "Alice likes green tea", "tags": "", "importance": "3", "sender_id": "u1"},
+    ),
+    row(
+        E + "speaker/",
+        "post",
+        "/scopes/{scope}/episodes/{episode}/speaker/",
+        *(LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+        data={"speaker": "u1"},
+    ),
+    row(S + "episodes/new/", "get", "/scopes/{scope}/episodes/new/", LOGIN, LOGIN, 403, 404, 200, 200),
+    row(
+        S + "episodes/new/",
+        "post",
+        "/scopes/{scope}/episodes/new/",
+        *(LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+        data={"content": "Added by hand", "importance": "2"},
+    ),
+    row(
+        "scopes/new/episode/",
+        "post",
+        "/scopes/new/episode/",
+        *(LOGIN, LOGIN, 403, 404, REDIRECT, REDIRECT),
+        data={**SCOPE_BODY, "session_name": "person_77", "isolation": "session", "content": "First", "importance": "2"},
+    ),
+    # The space holds memory: an admin is refused with the reason (400), nothing removed.
+    row(S + "remove/", "post", "/scopes/{scope}/remove/", LOGIN, LOGIN, 403, 404, 403, 400),
+    row("timezone/", "get", "/timezone/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("timezone/", "post", "/timezone/", LOGIN, LOGIN, REDIRECT, REDIRECT, REDIRECT, REDIRECT, data={"zone": "UTC"}),
     row(S + "injection/", "get", "/scopes/{scope}/injection/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(
         S + "injection/<snapshot:snapshot_id>/",
@@ -175,6 +224,34 @@ CONSOLE_ROWS = [
         404,
         200,
         200,
+    ),
+    row(S + "insights/", "get", "/scopes/{scope}/insights/", LOGIN, LOGIN, 200, 404, 200, 200),  # issue 18
+    row(S + "known-at/", "get", "/scopes/{scope}/known-at/?at=2026-01-01T10:00", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(S + "insights.csv", "get", "/scopes/{scope}/insights.csv", LOGIN, LOGIN, 200, 404, 200, 200),
+    row("bots/insights/", "get", "/bots/insights/?bot=bot-a", LOGIN, LOGIN, 200, 404, 200, 200),
+    row("bots/insights.csv", "get", "/bots/insights.csv?bot=bot-a", LOGIN, LOGIN, 200, 404, 200, 200),
+    row(
+        S + "injection/<snapshot:snapshot_id>/replay/",
+        "get",
+        "/scopes/{scope}/injection/{snapshot}/replay/",
+        LOGIN,
+        LOGIN,
+        200,
+        404,
+        200,
+        200,
+    ),  # issue 18
+    row(
+        S + "injection/<snapshot:snapshot_id>/fix/",
+        "post",
+        "/scopes/{scope}/injection/{snapshot}/fix/",
+        LOGIN,
+        LOGIN,
+        403,
+        404,
+        REDIRECT,
+        REDIRECT,
+        data={"episode_id": "{episode}", "action": "archive", "reason": "wrong person"},
     ),
     row(S + "audit/", "get", "/scopes/{scope}/audit/", LOGIN, LOGIN, 200, 404, 200, 200),
     row(S + "audit/export/", "post", "/scopes/{scope}/audit/export/", LOGIN, LOGIN, 403, 404, 403, 200),
@@ -196,9 +273,17 @@ CONSOLE_ROWS = [
     row("erasure/", "post", "/erasure/", LOGIN, LOGIN, 403, 403, 403, 200, data={"sender_id": "u1", "bot_uuid": ""}),
     row("erasure/run/", "post", "/erasure/run/", LOGIN, LOGIN, 403, 403, 403, 400, data={}),
     row("diagnostics/", "get", "/diagnostics/", LOGIN, LOGIN, 200, 200, 200, 200),
-    row("diagnostics/run/", "post", "/diagnostics/run/", LOGIN, LOGIN, 403, REDIRECT, REDIRECT, REDIRECT),
+    # Background jobs (issue 21): a start redirects to the job page; one health check (index repair)
+    # at a time, so the callers after the first one that may start it get 409 while it is queued.
+    row("diagnostics/run/", "post", "/diagnostics/run/", LOGIN, LOGIN, 403, REDIRECT, 409, 409),
+    row("diagnostics/reindex/", "post", "/diagnostics/reindex/", LOGIN, LOGIN, 403, 403, REDIRECT, 409),
+    row("diagnostics/reembed/", "post", "/diagnostics/reembed/", LOGIN, LOGIN, 403, 403, REDIRECT, 409),
+    row("diagnostics/rotate-keys/", "post", "/diagnostics/rotate-keys/", LOGIN, LOGIN, 403, 403, 403, REDIRECT),
+    row("jobs/<uuid:job_id>/", "get", "/jobs/{job}/", LOGIN, LOGIN, 403, 404, 403, 200),  # an import into bot-a
 ]
-IMPORT_POST = row("import/", "post", "/import/", LOGIN, LOGIN, 403, 403, 403, 200)  # a dry run; data built per cell
+IMPORT_POST = row(
+    "import/", "post", "/import/", LOGIN, LOGIN, 403, 403, 403, REDIRECT
+)  # a dry run's job; data per cell
 
 OTHER_ROWS = [
     row("healthz", "get", "/healthz", 200, 200, 200, 200, 200, 200),
@@ -243,6 +328,20 @@ API_ROWS = [
     api_row("api/v1/profile", "post", "/api/v1/profile", 200, {**SCOPE_BODY, "add_traits": ["kind"]}),
     api_row("api/v1/inject", "post", "/api/v1/inject", 200, {**SCOPE_BODY, "query": "tea"}),
     api_row("api/v1/forget", "post", "/api/v1/forget", 200, {**SCOPE_BODY, "episode_id": "{forget}"}),
+    api_row("api/v1/sessions", "get", "/api/v1/sessions?bot_uuid=bot-a", 200),  # issue 20
+    api_row("api/v1/facts", "post", "/api/v1/facts", 200, {**SCOPE_BODY, "subject": "u1", "key": "k", "value": "v"}),
+    api_row("api/v1/facts", "get", "/api/v1/facts?bot_uuid=bot-a&session_name=group_100&subject=u1", 200),
+    api_row("api/v1/facts/forget", "post", "/api/v1/facts/forget", 404, {**SCOPE_BODY, "subject": "u9", "key": "k"}),
+    api_row("api/v1/messages", "post", "/api/v1/messages", 201, {**SCOPE_BODY, "role": "user", "content": "hi"}),
+    api_row("api/v1/messages", "get", "/api/v1/messages?bot_uuid=bot-a&session_name=group_100", 200),
+    api_row("api/v1/episodes", "get", "/api/v1/episodes?bot_uuid=bot-a&session_name=group_100", 200),  # issue 20
+    api_row("api/v1/export", "get", "/api/v1/export?bot_uuid=bot-a&session_name=group_100", 200),
+    api_row(
+        "api/v1/snapshots/<snapshot_id>",
+        "get",
+        "/api/v1/snapshots/{snapshot}?bot_uuid=bot-a&session_name=group_100",
+        200,
+    ),  # issue 18
     api_row("api/v1/openapi.json", "get", "/api/v1/openapi.json", None, open_=True, status=200),
     api_row("api/v1/docs", "get", "/api/v1/docs", None, open_=True, status=200),
     api_row("api/v1/^.*$", "get", "/api/v1/nothing/here", None, open_=True, status=404),
@@ -341,6 +440,7 @@ NEW_PASSWORD = {"old_password": PASSWORD, "new_password1": "x-Changed-Pass-8", "
 # The admin screens (issue 17), last: revoking the bot-a token here would fail the bot API rows above.
 ACCOUNT_ROWS = [
     row("audit/", "get", "/audit/", LOGIN, LOGIN, 200, 200, 200, 200),
+    row("audit/", "get", "/audit/?batch=" + "0" * 32, LOGIN, LOGIN, 200, 200, 200, 200),
     row("tokens/", "get", "/tokens/", LOGIN, LOGIN, 403, 403, 403, 200),
     row("tokens/", "post", "/tokens/", LOGIN, LOGIN, 403, 403, 403, 200, data={"name": "new", "bot_uuids": "bot-a"}),
     row("tokens/<int:token_id>/revoke/", "post", "/tokens/{token}/revoke/", LOGIN, LOGIN, 403, 403, 403, REDIRECT),
@@ -454,6 +554,7 @@ def world(db, system, settings):
         "token": own.pk,
         "grant": BotGrant.objects.get().pk,
         "audit": AuditEntry.objects.order_by("seq").first().pk,
+        "job": jobs.create(jobs.IMPORT, scope="bot-a:*:session", bot_uuid="bot-a", actor=system, params={}).pk,
     }
     return {"users": users, "values": values, "secrets": {"own_token": own_secret, "other_token": other_secret}}
 

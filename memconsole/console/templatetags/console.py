@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
 
@@ -17,12 +18,15 @@ register = template.Library()
 
 @register.simple_tag
 def timestamp(value: datetime | None) -> str:
-    """<time> in UTC; console.js rewrites the text into the browser's time zone, the title keeps UTC."""
+    """<time> in the console's time zone (`console/timezones.py`), the title in UTC. Until the
+    browser's zone is known (no choice, no cookie yet) console.js rewrites the text into it."""
     if not value:
         return format_html('<span class="muted">{}</span>', _("no time"))
     utc = value.astimezone(UTC)
-    text = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
-    return format_html('<time datetime="{}" title="{}">{}</time>', utc.isoformat(), text, text)
+    title = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
+    local = timezone.localtime(value)
+    text = local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or timezone.get_current_timezone_name())
+    return format_html('<time datetime="{}" title="{}">{}</time>', utc.isoformat(), title, text)
 
 
 def status_label(status: str) -> str:
@@ -37,13 +41,15 @@ def status_pill(status: str) -> str:
 
 
 # The ranking's factors in its order (docs/design.md §4): two scores, then multipliers shown as "×1.16".
-BREAKDOWN_ORDER = ("similarity", "recency", "importance", "speaker", "update", "exact")
-BREAKDOWN_SCORES = frozenset({"similarity", "recency"})
+BREAKDOWN_ORDER = ("similarity", "lexical", "relevance", "recency", "importance", "speaker", "update", "exact")
+BREAKDOWN_SCORES = frozenset({"similarity", "lexical", "relevance", "recency"})
 
 
 def breakdown_label(name: str) -> str:
     labels = {
         "similarity": _("similarity"),
+        "lexical": _("lexical"),
+        "relevance": _("relevance"),
         "recency": _("recency"),
         "importance": _("importance"),
         "speaker": _("speaker"),
@@ -118,3 +124,9 @@ def is_mapping(value: Any) -> bool:
 @register.filter
 def is_list(value: Any) -> bool:
     return isinstance(value, (list, tuple))
+
+
+@register.filter
+def join_if_list(value: Any) -> str:
+    """A list shown as "a, b, c"; anything else as itself (a profile field's value in a diff)."""
+    return ", ".join(str(item) for item in value) if isinstance(value, list) else str(value)

@@ -23,6 +23,8 @@ AUDIT_PER_PAGE = 25
 # The operations offered by the picker (the log may hold others; typing one filters by it too).
 AUDIT_OPERATIONS = (
     "remember",
+    "episode_edit",
+    "episode_reassign",
     "archive",
     "restore",
     "delete",
@@ -34,6 +36,7 @@ AUDIT_OPERATIONS = (
     "import",
     "erase_subject",
     "scope_open",
+    "scope_remove",
     "health_check",
     "token_create",
     "token_revoke",
@@ -59,19 +62,33 @@ def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[s
         before=data.get("before"),
         space="" if keys else data["space"].strip(),
         target=data["target"].strip(),
+        batch=data.get("batch") or "",
     )
     page = queries.audit_page(keys, data.get("cursor"), AUDIT_PER_PAGE, filters=filters, viewer=request.actor)
     queries.attach_spaces(page.items, request.actor)
+    if not filters.batch:
+        _fold_batches(page.items)
     context = {
         "form": form,
         "page": page,
         "operations": AUDIT_OPERATIONS,
         "filtered": any(
-            getattr(filters, name) for name in ("operation", "actor", "after", "before", "space", "target")
+            getattr(filters, name) for name in ("operation", "actor", "after", "before", "space", "target", "batch")
         ),
         "chain": audit.verify_entries(page.items) if page.items else None,
     }
     return context, 200
+
+
+def _fold_batches(entries: list[Any]) -> None:
+    """Show a bulk action as one row: the first of a run of entries sharing a batch id carries
+    `batch_size` (the whole batch's, linked to the batch alone), the others `batch_folded`."""
+    sizes = queries.batch_sizes(entry.batch_id for entry in entries)
+    previous = ""
+    for entry in entries:
+        entry.batch_folded = bool(entry.batch_id) and entry.batch_id == previous
+        entry.batch_size = sizes.get(entry.batch_id, 0) if entry.batch_id and not entry.batch_folded else 0
+        previous = entry.batch_id
 
 
 @require_GET

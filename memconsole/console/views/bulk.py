@@ -1,68 +1,85 @@
-"""Bulk actions on the Episodes tab: archive, restore or delete the selected episodes."""
+"""Bulk actions on the Episodes tab: archive, restore or delete the selected episodes, or every
+episode the list's filters match. The first post previews (the first 50 episodes and the total),
+the confirmed second one runs the action as one audited batch (`memory.bulk`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import messages
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from memconsole.memory import queries, roles
-from memconsole.memory.audit import Actor
-from memconsole.memory.episodes import archive, delete, restore
-from memconsole.memory.models import Scope, Status
+from memconsole.memory import bulk, roles
+from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
 from ..access import ConsoleRequest, require_perm, scope_view
+from ..people_forms import resolve_speaker_filter
 from ..screens import next_url, render_screen, scope_context, wants_fragment
 
 BULK_PERMISSIONS = {"archive": roles.OPERATE, "restore": roles.OPERATE, "delete": roles.DELETE}
-# The status an action leaves an episode in: those already in it do not change.
-BULK_RESULT = {"archive": Status.ARCHIVED, "restore": Status.ACTIVE}
+DONE = {
+    "archive": lambda n: ngettext("%(n)d episode archived.", "%(n)d episodes archived.", n),
+    "restore": lambda n: ngettext("%(n)d episode restored.", "%(n)d episodes restored.", n),
+    "delete": lambda n: ngettext("%(n)d episode deleted.", "%(n)d episodes deleted.", n),
+}
 
 
-def _preview(keys: ScopeKeys, action: str, ids: list[str]) -> dict[str, Any]:
-    """How many of the selected episodes exist in the scope and how many the action would change."""
-    found = queries.episode_statuses(keys, ids)
-    changing = [i for i in ids if i in found and found[i] != BULK_RESULT.get(action)]
-    return {"selected": len(ids), "found": [i for i in ids if i in found], "changing": len(changing)}
+def _filter_form(query: str) -> forms.EpisodeFilterForm:
+    """The list's filter form from its query string (the same filters select the same episodes)."""
+    data = QueryDict(query, mutable=True)
+    for name in ("cursor", "q", "top_k", "sort"):
+        data.pop(name, None)
+    return forms.EpisodeFilterForm(data)
 
 
-def _apply(keys: ScopeKeys, actor: Actor, action: str, ids: list[str]) -> str:
-    """Runs the action; the message saying how many episodes it changed."""
-    if action == "delete":
-        changed = delete(keys, actor, ids)
-        return ngettext("%(n)d episode deleted.", "%(n)d episodes deleted.", changed) % {"n": changed}
-    if action == "archive":
-        changed = len(archive(keys, actor, ids))
-        return ngettext("%(n)d episode archived.", "%(n)d episodes archived.", changed) % {"n": changed}
-    changed = len(restore(keys, actor, ids))
-    return ngettext("%(n)d episode restored.", "%(n)d episodes restored.", changed) % {"n": changed}
+def _preview(keys: ScopeKeys, form: forms.BulkActionForm) -> bulk.Preview | None:
+    """The preview, or None (with the reason on `form`) when the list's filters are not valid."""
+    action = form.cleaned_data["action"]
+    if not form.by_filter:
+        return bulk.preview_selected(keys, action, form.cleaned_data["episode_ids"])
+    filters = _filter_form(form.cleaned_data["filter_query"])
+    # A speaker typed as a name selects the same rows as the list did (people_forms.py).
+    if not (filters.is_valid() and resolve_speaker_filter(keys, filters)):
+        form.add_error(None, _("The list's filters are not valid any more. Reload the list and try again."))
+        return None
+    return bulk.preview_matching(keys, action, filters.list_filters())
 
 
 @require_POST
 @scope_view()
 def episodes_bulk(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
-    """The first post previews how many would change, the confirmed second one acts."""
+    """The first post previews, the confirmed second one acts (when what matches is still what the
+    preview showed: otherwise it previews again)."""
     form = forms.BulkActionForm(request.POST)
     back = next_url(request, reverse("console:episodes", args=[scope.pk]))
-    context = scope_context(request, scope, keys, "episodes", bulk=form, next=back)
+    context: dict[str, Any] = scope_context(request, scope, keys, "episodes", bulk=form, next=back)
     if not form.is_valid():
         return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context, 400)
-    action, ids = form.cleaned_data["action"], form.cleaned_data["episode_ids"]
+    action = form.cleaned_data["action"]
     require_perm(request.user, BULK_PERMISSIONS[action])
-    preview = _preview(keys, action, ids)
-    if not form.cleaned_data["confirmed"] or not preview["found"]:
-        context.update(preview=preview, action=action, ids=preview["found"])
+    preview = _preview(keys, form)
+    if preview is None:
+        return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context, 400)
+    expected = request.POST.get("expected", "")
+    unchanged = not form.by_filter or expected == str(preview.total)
+    if not form.cleaned_data["confirmed"] or not preview.ids or not unchanged:
+        context.update(
+            preview=preview, action=action, changed_since=bool(form.cleaned_data["confirmed"]) and not unchanged
+        )
         return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context)
-    message = _apply(keys, request.actor, action, preview["found"])
+    outcome = bulk.run(keys, request.actor, action, preview.ids)
+    message = DONE[action](outcome.changed) % {"n": outcome.changed}
+    audit_url = f"{reverse('console:audit', args=[scope.pk])}?batch={outcome.batch_id}"
     if wants_fragment(request):
-        return trigger_client_event(render(request, "console/_bulk_done.html", {"flash": message}), "episodesChanged")
+        done = render(request, "console/_bulk_done.html", {"flash": message, "audit_url": audit_url})
+        return trigger_client_event(done, "episodesChanged")
     messages.success(request, message)
     return redirect(back)

@@ -1,22 +1,24 @@
-"""Diagnostics: the latest health check, its history, and running it again."""
+"""Diagnostics: the latest health check, its history, running it again and repairing the index
+(both as background jobs: the request answers at once with the job's page)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
-from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
-from memconsole.memory import health, queries, roles
+from memconsole.jobs.queue import submit
+from memconsole.memory import jobs, queries, roles
 
 from .. import forms
 from ..access import ConsoleRequest, console_view, scope_from_query
-from ..screens import bad_request, render_screen, user_permissions, wants_fragment
+from ..screens import bad_request, render_screen, user_permissions
+from .jobs import busy, started
 
 HEALTH_HISTORY = 20
+RECENT_JOBS = 10
 
 
 def _diagnostics_context(request: ConsoleRequest, cursor: str | None = None) -> dict[str, Any]:
@@ -25,6 +27,7 @@ def _diagnostics_context(request: ConsoleRequest, cursor: str | None = None) -> 
         "runs": queries.health_run_page(cursor, HEALTH_HISTORY),
         "scope": scope_from_query(request),
         "tab": "diagnostics",
+        "recent_jobs": jobs.recent_for(request.actor, RECENT_JOBS),
         **user_permissions(request.user),
     }
 
@@ -39,11 +42,42 @@ def diagnostics(request: ConsoleRequest) -> HttpResponse:
     return render_screen(request, "console/diagnostics.html", "console/_health.html", context)
 
 
+def _start(request: ConsoleRequest, kind: str, params: dict[str, Any]) -> HttpResponse:
+    try:
+        job = submit(kind, scope="", bot_uuid="", actor=request.actor, params=params)
+    except jobs.JobBusy as exc:
+        return busy(request, exc)
+    return started(request, job)
+
+
 @require_POST
 @console_view(roles.OPERATE)
 def diagnostics_run(request: ConsoleRequest) -> HttpResponse:
-    health.run_health_check(request.actor)
-    if wants_fragment(request):
-        return render(request, "console/_health.html", _diagnostics_context(request))
-    messages.success(request, _("The health check has run; its results are below."))
-    return redirect("console:diagnostics")
+    return _start(request, jobs.HEALTH, {})
+
+
+@require_POST
+@console_view(roles.OPERATE)
+def diagnostics_reindex(request: ConsoleRequest) -> HttpResponse:
+    """Repair the vector index (every scope: only for users not limited to some bots)."""
+    if request.actor.bot_uuids is not None:
+        raise PermissionDenied
+    return _start(request, jobs.REINDEX, {"check_only": False})
+
+
+@require_POST
+@console_view(roles.OPERATE)
+def diagnostics_reembed(request: ConsoleRequest) -> HttpResponse:
+    """Finish a switch of embedding model now, as a job (users not limited to some bots)."""
+    if request.actor.bot_uuids is not None:
+        raise PermissionDenied
+    return _start(request, jobs.REEMBED, {})
+
+
+@require_POST
+@console_view(roles.USERS)
+def diagnostics_rotate(request: ConsoleRequest) -> HttpResponse:
+    """Re-encrypt everything under the newest key (administrators not limited to some bots)."""
+    if request.actor.bot_uuids is not None:
+        raise PermissionDenied
+    return _start(request, jobs.ROTATION, {})

@@ -1,5 +1,7 @@
 """Erase a person: a form, a dry run that counts what would go, then the erasure with the speaker
-id typed again. The id travels in request bodies, never in a URL or its logs."""
+id typed again, run as a background job (the request answers at once with the job's page, which
+shows the receipt when it is done). The id travels in request bodies, never in a URL or its logs;
+the job keeps it only while it runs."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from memconsole.memory import erasure, roles
+from memconsole.jobs.queue import submit
+from memconsole.memory import erasure, jobs, roles
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 
 from .. import forms
 from ..access import ConsoleRequest, console_view
 from ..screens import render_screen
+from .jobs import busy, started
 
 
 def _erasure_bot(request: ConsoleRequest, form: forms.ErasureForm) -> str:
@@ -65,15 +69,25 @@ def erasure_form(request: ConsoleRequest) -> HttpResponse:
 @require_POST
 @console_view(roles.DELETE)
 def erasure_run(request: ConsoleRequest) -> HttpResponse:
-    """Step 3: with the speaker id typed again, erase for real and show the receipt."""
+    """Step 3: with the speaker id typed again, start the erasure job and show its page."""
     form = forms.ErasureForm(request.POST, bots=request.actor.bot_uuids)
     if not form.is_valid():
         return _erasure_screen(request, {"form": form}, 400)
     bot_uuid = _erasure_bot(request, form)
     confirm = forms.ErasureConfirmForm(request.POST)
-    report = _erase(request, form, bot_uuid, dry_run=not confirm.is_valid())
-    if report is None:
-        return _erasure_screen(request, {"form": form}, 400)
-    if report.dry_run:  # the typed id did not match: the counts again, with the error
+    if not confirm.is_valid():  # the typed id did not match: the counts again, with the error
+        report = _erase(request, form, bot_uuid, dry_run=True)
+        if report is None:
+            return _erasure_screen(request, {"form": form}, 400)
         return _erasure_screen(request, {"form": form, "report": report, "confirm": confirm}, 400)
-    return _erasure_screen(request, {"receipt": report})
+    try:
+        job = submit(
+            jobs.ERASURE,
+            scope=f"bot:{bot_uuid or '*'}",
+            bot_uuid=bot_uuid,
+            actor=request.actor,
+            params={"sender_id": form.cleaned_data["sender_id"], "bot_uuid": bot_uuid},
+        )
+    except jobs.JobBusy as exc:
+        return busy(request, exc)
+    return started(request, job)

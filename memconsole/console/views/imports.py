@@ -1,4 +1,6 @@
-"""Import: upload a file into a target space; a dry run (the default) reports without writing."""
+"""Import: upload a file into a target space. The request stores the file with a background job
+and answers at once with the job's page (memconsole/jobs); a dry run (the default) reports without
+writing."""
 
 from __future__ import annotations
 
@@ -6,31 +8,17 @@ from typing import Any
 
 from django.http import HttpResponse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods
 
-from memconsole.memory import imports, queries, roles
-from memconsole.memory.errors import PermissionDenied as MemoryPermissionDenied
+from memconsole.jobs.queue import submit
+from memconsole.memory import imports, jobs, roles
 from memconsole.memory.errors import ValidationError as MemoryValidationError
-from memconsole.memory.models import Scope
+from memconsole.memory.scopes import derive_scope
 
 from .. import forms
 from ..access import ConsoleRequest, console_view, scope_from_query
 from ..screens import render_screen
-
-# What each kind of conflict, skipped item and warning in an import report means (ImportReport).
-KIND_LABELS = {
-    "exists": gettext_lazy("Already in the memory space"),
-    "duplicate": gettext_lazy("Repeated in the file"),
-    "profile_exists": gettext_lazy("Profile exists: imported as a new version"),
-    "deleted": gettext_lazy("Deleted in the source"),
-    "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
-    "unknown_status": gettext_lazy("Unknown status: imported as active"),
-    "timestamp_missing": gettext_lazy("Empty time: the import time is used"),
-    "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
-    "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
-    "notes_cut": gettext_lazy("Notes cut at the limit"),
-}
+from .jobs import busy, started
 
 
 def _blank_form(request: ConsoleRequest) -> forms.ImportForm:
@@ -42,46 +30,34 @@ def _blank_form(request: ConsoleRequest) -> forms.ImportForm:
     return forms.ImportForm(initial=initial)
 
 
-def _run_import(request: ConsoleRequest, form: forms.ImportForm) -> dict[str, Any] | None:
-    """The import's report, or None with the reason on the form."""
+def _start_import(request: ConsoleRequest, form: forms.ImportForm) -> jobs.Job | None:
+    """The queued import job, or None with the reason on the form (`JobBusy` propagates)."""
     data = form.cleaned_data
     if not request.actor.may_use_bot(data["bot_uuid"]):
         form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
         return None
+    session = data["session_name"] or None
     try:
-        report = imports.import_upload(
-            data["file"],
-            data["format"],
-            bot_uuid=data["bot_uuid"],
-            session_name=data["session_name"] or None,
-            isolation=data["isolation"],
-            actor=request.actor,
-            dry_run=data["dry_run"],
-        )
+        derive_scope(data["bot_uuid"], session or "check", data["isolation"])
+        name, content = imports.read_upload(data["file"])
     except MemoryValidationError as exc:
         form.add_error("file", exc.message)
         return None
-    except MemoryPermissionDenied:
-        form.add_error("bot_uuid", _("You do not have access to this bot's memory."))
-        return None
-    return _labelled(report.as_dict())
-
-
-def _labelled(report: dict[str, Any]) -> dict[str, Any]:
-    """The report's JSON form with a label per listed item and how many were not listed."""
-    for name, count in (("conflicts", "conflict_count"), ("skipped", "skipped_deleted"), ("warnings", "warning_count")):
-        for item in report[name]:
-            item["label"] = KIND_LABELS.get(item["kind"], item["kind"])
-        report[f"{name}_not_listed"] = report[count] - len(report[name])
-    return report
-
-
-def _targets(report: dict[str, Any] | None) -> list[Scope]:
-    """The spaces an import wrote to, for links to them (none for a dry run)."""
-    if not report or report.get("dry_run"):
-        return []
-    return queries.registered_scopes(
-        (item.get("scope_key"), item.get("isolation")) for item in report.get("scopes", [])
+    params = {
+        "format": data["format"],
+        "bot_uuid": data["bot_uuid"],
+        "session_name": session,
+        "isolation": data["isolation"],
+        "dry_run": bool(data["dry_run"]),
+    }
+    return submit(
+        jobs.IMPORT,
+        scope=f"{data['bot_uuid']}:{session or '*'}:{data['isolation']}",
+        bot_uuid=data["bot_uuid"],
+        actor=request.actor,
+        params=params,
+        data=content,
+        file_name=name,
     )
 
 
@@ -92,7 +68,11 @@ def import_upload(request: ConsoleRequest) -> HttpResponse:
         context: dict[str, Any] = {"form": _blank_form(request)}
         return render_screen(request, "console/import_form.html", "console/_import_report.html", context)
     form = forms.ImportForm(request.POST, request.FILES)
-    report = _run_import(request, form) if form.is_valid() else None
-    context = {"form": form, "report": report, "targets": _targets(report)}
-    status = 200 if report is not None else 400
-    return render_screen(request, "console/import_form.html", "console/_import_report.html", context, status)
+    try:
+        job = _start_import(request, form) if form.is_valid() else None
+    except jobs.JobBusy as exc:
+        return busy(request, exc)
+    if job is not None:
+        return started(request, job)
+    context = {"form": form, "report": None, "targets": []}
+    return render_screen(request, "console/import_form.html", "console/_import_report.html", context, 400)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
+from memconsole.memory import injection as injections
 from memconsole.memory import queries
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
@@ -33,5 +34,6 @@ def injection_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, sna
     snapshot = queries.find_snapshot(keys, snapshot_id)
     if snapshot is None:
         raise Http404("No such injection snapshot in this memory space.")
-    context = scope_context(request, scope, keys, "injection", snapshot=snapshot)
+    decision = injections.explain_snapshot(keys, snapshot)  # injected beside near misses
+    context = scope_context(request, scope, keys, "injection", snapshot=snapshot, decision=decision)
     return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context)

@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import trigger_client_event
 
-from memconsole.memory import queries, roles
+from memconsole.memory import facts, people, queries, roles, window
 from memconsole.memory.errors import Conflict
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, Scope
@@ -48,7 +48,7 @@ def profiles(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResp
         session_row=session_row,
         speaker_profiles=[(row, row.payload) for row in page.items],
         page=page,
-        speakers=queries.known_speakers(keys),
+        speakers=people.scope_people(keys),
     )
     return render_screen(request, "console/profile_list.html", "console/_speaker_profiles.html", context)
 
@@ -122,6 +122,9 @@ def _profile_context(
         form=edit_form
         or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id, row.version if row else 0)),
         view_form=view,
+        # Issue 20: a speaker's keyed facts; the chat's conversation window on its session profile.
+        speaker_facts=facts.speaker_facts(keys.user_key, sender_id) if profile_type == PROFILE_SPEAKER else [],
+        conversation=window.chat_messages(keys.scope_key) if profile_type != PROFILE_SPEAKER else [],
         **extra,
     )
 
@@ -135,6 +138,14 @@ def profile_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profi
     owner = _profile_owner(profile_type, view.cleaned_data["sender"])
     if owner == (PROFILE_SPEAKER, ""):
         return redirect("console:profiles", scope_id=scope.pk)
+    if owner[0] == PROFILE_SPEAKER:  # a name or an id (people.py): a name opens its one id, or asks which
+        lookup = people.find_in_scope(keys, owner[1])
+        if lookup.ambiguous:
+            context = scope_context(request, scope, keys, "profiles", lookup=lookup)
+            return render_screen(request, "console/speaker_choice.html", "console/_speaker_choice.html", context)
+        if lookup.person and lookup.person.sender_id != owner[1]:
+            url = reverse("console:profile_detail", args=[scope.pk, PROFILE_SPEAKER])
+            return redirect(f"{url}?{urlencode({'sender': lookup.person.sender_id})}")
     context = _profile_context(request, scope, keys, owner, view=view)
     status = 400 if view.errors else 200
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, status)

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import transaction
+from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST, require_safe
+from django_htmx.http import HttpResponseClientRedirect
 
-from memconsole.memory import audit, queries, roles
-from memconsole.memory.audit import Actor
+from memconsole.memory import editing, queries, roles, spaces
 from memconsole.memory.models import Scope
 from memconsole.memory.paging import KeysetPage
-from memconsole.memory.scopes import ScopeKeys, register_scope
+from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
 from ..access import ConsoleRequest, console_view, require_perm, scope_view
-from ..screens import render_screen, user_permissions
+from ..episode_forms import EpisodeForm
+from ..screens import bad_request, render_screen, user_permissions, wants_fragment
 
 SCOPES_PER_PAGE = 25
 DERIVE_TARGET = "derive-result"
@@ -26,7 +28,7 @@ DERIVE_TARGET = "derive-result"
 
 def _scope_page(request: ConsoleRequest, search: forms.ScopeSearchForm) -> KeysetPage:
     data = search.cleaned_data
-    return queries.scope_page(request.actor, data.get("q", "").strip(), data.get("cursor"), SCOPES_PER_PAGE)
+    return queries.space_page(request.actor, data.get("q", "").strip(), data.get("cursor"), SCOPES_PER_PAGE)
 
 
 def _derived(request: ConsoleRequest, derive: forms.DeriveForm) -> dict[str, Any] | None:
@@ -50,27 +52,17 @@ def overview(request: ConsoleRequest) -> HttpResponse:
     return render_screen(request, "console/overview.html", fragment, context, status)
 
 
-def _register_opened(keys: ScopeKeys, actor: Actor) -> Scope:
-    """Registers a space opened in the console for the first time, with its audit entry."""
-    with transaction.atomic():
-        scope = register_scope(keys)
-        audit.append(
-            "scope_open",
-            actor,
-            scope_key=keys.scope_key,
-            user_key=keys.user_key,
-            target_type="scope",
-            target_id=str(scope.pk),
-            summary="memory space opened in the console",
-            after={"bot_uuid": keys.bot_uuid, "session_name": keys.session_name, "isolation": keys.isolation},
-        )
-    return scope
+def _new_space(request: ConsoleRequest, keys: ScopeKeys, form: EpisodeForm, status: int = 200) -> HttpResponse:
+    """A space with nothing stored has no row yet: this page offers to write its first episode."""
+    context = {"keys": keys, "form": form, "people": [], **user_permissions(request.user)}
+    return render_screen(request, "console/scope_new.html", "console/_scope_new.html", context, status)
 
 
 @require_POST
 @console_view()
 def scope_open(request: ConsoleRequest) -> HttpResponse:
-    """Open a derived space: register it (audited) when it was never seen, then go to its episodes."""
+    """Open a derived space: its row, or (a new chat of a memory that holds something) a new row,
+    audited; a space with nothing stored gets no row: its page offers to add the first episode."""
     derive = forms.DeriveForm(request.POST)
     if not derive.is_valid():
         context: dict[str, Any] = {"search": forms.ScopeSearchForm(), "derive": derive, "page": None, "derived": None}
@@ -82,8 +74,52 @@ def scope_open(request: ConsoleRequest) -> HttpResponse:
     scope = queries.registered_scope(keys)
     if scope is None:
         require_perm(request.user, roles.OPERATE)
-        scope = _register_opened(keys, request.actor)
+        scope = spaces.open_scope(keys, request.actor)
+    if scope is None:
+        return _new_space(request, keys, EpisodeForm(initial={"importance": 2}))
     return redirect("console:episodes", scope_id=scope.pk)
+
+
+@require_POST
+@console_view(roles.OPERATE)
+def space_first_episode(request: ConsoleRequest) -> HttpResponse:
+    """The first episode of a space that has no row yet: stored (source `console`), which registers it."""
+    derive = forms.DeriveForm(request.POST)
+    if not derive.is_valid():
+        return bad_request(request, _("The memory space is not valid: derive it again."))
+    keys = derive.cleaned_data["keys"]
+    if not request.actor.may_use_bot(keys.bot_uuid):
+        raise Http404("No such memory space.")
+    form = EpisodeForm(request.POST)
+    if not form.is_valid():
+        return _new_space(request, keys, form, 400)
+    data = form.changes()
+    result = editing.add_episode(
+        keys,
+        request.actor,
+        data["content"],
+        tags=data["tags"],
+        importance=data["importance"],
+        sender_id=data["sender_id"],
+        sender_name=data["sender_name"],
+        timestamp=data.get("timestamp"),
+    )
+    scope = queries.registered_scope(keys)
+    messages.success(request, _("Episode %(id)s added.") % {"id": result.episode.episode_id})
+    if scope is None:  # cannot happen: remember registers the space
+        return redirect("console:overview")
+    return redirect("console:episode_detail", scope_id=scope.pk, episode_id=result.episode.episode_id)
+
+
+@require_POST
+@scope_view(roles.DELETE)
+def scope_remove(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
+    """Remove an empty space's row (admin role; audited). A space holding anything is refused (400)."""
+    spaces.remove_empty_scope(scope, request.actor)
+    messages.success(request, _("The empty memory space %(name)s was removed.") % {"name": scope.session_name})
+    if wants_fragment(request):
+        return HttpResponseClientRedirect(reverse("console:overview"))
+    return redirect("console:overview")
 
 
 @require_GET

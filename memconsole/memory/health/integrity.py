@@ -1,4 +1,5 @@
-"""The integrity checks: `index_drift` (`reindex --check`), `audit_chain`, `encryption`."""
+"""The integrity checks: `index_drift` (`reindex --check`), `audit_chain`, `row_integrity`
+(`tamper`: every episode and profile against its sealed identity and the chain), `encryption`."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ from django.conf import settings
 
 from memconsole.lib import crypto, embeddings
 
-from .. import audit, reindex, rotation
+from .. import audit, reindex, rotation, tamper
+from ..install import InstallState
+from ..models import AuditEntry
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
 
 
@@ -31,10 +34,70 @@ def check_index_drift() -> Check:
     return Check("index_drift", OK, f"the vector index matches the database ({counted})")
 
 
+AUDIT_KEY = "MEMCONSOLE_AUDIT_KEY"
+ROW_FIX = (
+    "These rows were changed in the database outside memconsole (or restored from another backup than the "
+    "audit log). Do not run `reindex` or `rotate_keys` to repair them (both refuse such rows): compare them "
+    "with your latest backup and each row's history in the audit log, then restore them from the backup or "
+    "delete them in the console."
+)
+
+
+def _audit_key_label() -> str:
+    if settings.MEMCONSOLE_AUDIT_KEY:
+        return f"{AUDIT_KEY} is set to another key than the one the chain was written with"
+    return (
+        f"{AUDIT_KEY} is not set (the key is then derived from SECRET_KEY), but the chain was written with another key"
+    )
+
+
+def _key_problem(report: audit.ChainReport) -> Check | None:
+    """A check saying which key is missing, when a chain that does not verify is a key problem, not tampering."""
+    recorded = InstallState.recorded_audit_key()
+    wrong_audit_key = bool(recorded) and recorded != audit.key_id()
+    if not wrong_audit_key and not recorded and report.reason == "its fields were changed":
+        # No fingerprint recorded (a chain older than it): every entry failing, first and last, is a key.
+        first = AuditEntry.objects.order_by("seq").first()
+        last = AuditEntry.objects.order_by("-seq").first()
+        wrong_audit_key = all(
+            entry is not None and entry.entry_hash != audit.entry_hash(entry) for entry in (first, last)
+        )
+    if wrong_audit_key:
+        return Check(
+            "audit_chain",
+            ERROR,
+            f"the audit chain cannot be verified: {_audit_key_label()} (this is a missing or wrong key, not a "
+            "broken chain)",
+            f"Set {AUDIT_KEY} to the key the chain was written with and restart; new entries appended meanwhile "
+            "are signed with the wrong key.",
+        )
+    if report.reason.startswith("payload unreadable") and report.broken_seq is not None:
+        entry = AuditEntry.objects.filter(seq=report.broken_seq).first()
+        try:
+            if entry is not None:
+                _ = entry.payload
+        except crypto.RowBindingError:
+            return None  # a payload copied from another entry: tampering
+        except crypto.DecryptionError:
+            missing = "is not set" if not crypto.enabled() else "holds no key that opens them"
+            return Check(
+                "audit_chain",
+                ERROR,
+                f"the audit chain cannot be verified: its payloads are encrypted and {crypto.SETTING} {missing} "
+                f"(first: entry #{report.broken_seq}; this is a missing key, not a broken chain)",
+                f"Set {crypto.SETTING} to the key(s) the data was written with (newest first) and restart.",
+            )
+    return None
+
+
 def check_audit_chain() -> Check:
     report = audit.verify_audit_chain()
     if report.ok:
+        if report.checked:
+            InstallState.note_audit_key(audit.key_id())  # the key every entry verified with
         return Check("audit_chain", OK, f"the audit chain verifies: {report.checked} entries")
+    if key_check := _key_problem(report):
+        return key_check
     return Check(
         "audit_chain",
         ERROR,
@@ -45,6 +108,21 @@ def check_audit_chain() -> Check:
     )
 
 
+def check_row_integrity() -> Check:
+    report = tamper.check_rows()
+    if not report.ok:
+        return Check("row_integrity", ERROR, report.summary(), ROW_FIX)
+    detail = f"{report.summary()}: none was changed outside memconsole"
+    if report.unrecorded:
+        detail += (
+            f"; {report.unrecorded} rows written before row binding have no recorded state yet (recorded at "
+            "their next change, or now by `python manage.py rotate_keys`)"
+        )
+    if report.unreadable:
+        detail += f"; {report.unreadable} rows could not be opened (see the encryption check)"
+    return Check("row_integrity", OK, detail)
+
+
 def check_encryption() -> Check:
     census = rotation.encryption_census()
     rows = sum(c.rows for c in census.values())
@@ -53,6 +131,7 @@ def check_encryption() -> Check:
     older = sum(c.older for c in census.values())
     plain = sum(c.plain for c in census.values())
     unreadable = sum(c.unreadable for c in census.values())
+    old_format = sum(c.old_format for c in census.values())
     if not crypto.enabled():
         if encrypted == 0:
             return Check(
@@ -77,12 +156,14 @@ def check_encryption() -> Check:
     share = f"{100.0 * newest / rows:.1f}%" if rows else "100%"
     configured = f"{key_count} key{'s' if key_count != 1 else ''} configured"
     detail = f"encryption at rest is on ({configured}): {share} of {rows} rows are under the newest key"
-    if older or plain:
+    if older or plain or old_format:
         parts = []
         if older:
             parts.append(f"{older} under an older key")
         if plain:
             parts.append(f"{plain} not encrypted (written before keys were set)")
+        if old_format:
+            parts.append(f"{old_format} sealed without their row identity (written before row binding)")
         return Check("encryption", WARN, f"{detail}; {', '.join(parts)}", "Run `python manage.py rotate_keys`.")
     if key_count > 1 and encrypted:
         detail += "; the older keys can be removed"

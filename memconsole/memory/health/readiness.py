@@ -10,6 +10,7 @@ from django.db import connection
 
 from memconsole.lib import crypto, vectors
 
+from .. import modelswitch, reembed
 from ..errors import EncryptionKeyMissing
 from ..install import InstallState
 
@@ -57,3 +58,15 @@ def encryption_key_problem() -> str | None:
     except Exception:  # the database check reports an unreachable database; nothing more to say here
         log.warning("readyz: install state unreadable", exc_info=True)
     return None
+
+
+def embedding_status() -> dict[str, object] | None:
+    """During a model switch, the model answering recall and how far the re-embedding is (its
+    background thread starts here on first need); None otherwise, or when it cannot be read."""
+    try:
+        reembed.ensure_running()
+        state = modelswitch.current()
+        return state.as_dict() if state.switching else None
+    except Exception:  # an unreadable state or model never makes /readyz fail: the checks above say why
+        log.warning("readyz: embedding state unreadable", exc_info=True)
+        return None

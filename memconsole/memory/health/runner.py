@@ -14,7 +14,7 @@ from .. import audit
 from ..audit import Actor
 from ..models import HealthRun
 from ..scopes import unregistered_scopes
-from . import checks, integrity
+from . import checks, erasures, integrity
 from .cleanup import cleanup, sweep_leftovers
 from .probe import Canaries, new_canaries, run_probe_checks
 from .result import OK, Check, HealthResult, safely, worst
@@ -36,7 +36,9 @@ CHECK_IDS = (
     "cleanup",
     "index_drift",
     "audit_chain",
+    "row_integrity",
     "encryption",
+    "erasure",
 )
 HEALTH_RUNS_KEPT = 1000
 
@@ -62,7 +64,9 @@ def run_health_check(
     results.update(_run_probe(on_canaries))
     results["index_drift"] = safely("index_drift", integrity.check_index_drift)
     results["audit_chain"] = safely("audit_chain", integrity.check_audit_chain)
+    results["row_integrity"] = safely("row_integrity", integrity.check_row_integrity)
     results["encryption"] = safely("encryption", integrity.check_encryption)
+    results["erasure"] = safely("erasure", erasures.check_unfinished_erasures)
     ordered = [results[check_id] for check_id in CHECK_IDS]
     result = HealthResult(
         status=worst([check.status for check in ordered]),

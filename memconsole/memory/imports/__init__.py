@@ -2,7 +2,8 @@
 
 Formats (`FORMATS`, one module each, every one read by a `parse(path, plan, target, **options)`):
 `memconsole` (our own scope export), `langbot` (a LangBot LongTermMemory export), `jw-agents`
-(a jw-agents `memory.db`) and `bot-memory` (an agent-memory `memory.db`); see each module.
+(a jw-agents `memory.db`), `bot-memory` (an agent-memory `memory.db`), `mem0` (an OpenMemory backup
+zip or mem0's `get_all` JSON) and `letta` (a Letta agent file or archival export); see each module.
 
 Rules shared by every format: keys are re-derived for the target (`bot_uuid`, the session and
 `isolation`), whatever the file says; the old id is kept as `imported_episode_id` and new ids are
@@ -31,7 +32,7 @@ from typing import Any, Protocol
 from ..audit import Actor
 from ..errors import ValidationError
 from ..scopes import ScopeKeys, derive_scope
-from . import bot_memory, jw_agents, langbot, memconsole_format, writer
+from . import bot_memory, jw_agents, langbot, letta, mem0, memconsole_format, writer
 from .plan import Plan, Progress, Target, resolve
 from .readers import max_import_bytes
 from .report import ImportFileError, ImportReport, ScopeTally
@@ -45,6 +46,7 @@ __all__ = [
     "import_file",
     "import_upload",
     "max_import_bytes",
+    "read_upload",
 ]
 
 MAX_SHOWN_NAME = 120
@@ -59,6 +61,8 @@ PARSERS: dict[str, Parser] = {
     "langbot": langbot.parse,
     "jw-agents": jw_agents.parse,
     "bot-memory": bot_memory.parse,
+    "mem0": mem0.parse,
+    "letta": letta.parse,
 }
 FORMATS = tuple(PARSERS)
 
@@ -111,6 +115,7 @@ def import_file(
     if progress:
         progress("reading", len(plan.episodes), len(plan.episodes))
     kept = resolve(plan, report)
+    report.facts, report.messages = len(plan.facts), len(plan.messages)
     if dry_run:
         return report
     writer.write(plan, kept, report, actor, progress)
@@ -151,6 +156,23 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
         return import_file(temp_path, fmt, **kwargs)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def read_upload(uploaded_file: Any) -> tuple[str, bytes]:
+    """(the cleaned name to show, the bytes) of a Django UploadedFile, for a background job to
+    import later (`import_file`); `ImportFileError` over MEMCONSOLE_IMPORT_MAX_BYTES, checked before
+    and while reading (the declared size may lie)."""
+    limit = max_import_bytes()
+    declared = getattr(uploaded_file, "size", None)
+    if isinstance(declared, int) and declared > limit:
+        raise ImportFileError(f"the file is {declared:,} bytes; the limit is {limit:,} (MEMCONSOLE_IMPORT_MAX_BYTES)")
+    parts, size = [], 0
+    for chunk in uploaded_file.chunks():
+        size += len(chunk)
+        if size > limit:
+            raise ImportFileError(f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)")
+        parts.append(chunk)
+    return _clean_name(getattr(uploaded_file, "name", "") or "upload"), b"".join(parts)
 
 
 def _clean_name(name: str) -> str:

@@ -1,21 +1,18 @@
 """The `bot-memory` format: an agent-memory `memory.db` (SQLite, tables `facts` and `messages`).
 
-The agent `agent_id == bot_uuid` is imported: its facts into the target session (which must be
-given), each as "key: value" tagged `fact` and its key; with `include_messages`, its messages
-into the scope of their room, tagged with their role.
+The agent `agent_id == bot_uuid` is imported: its facts into the target session's space (which must
+be given) as keyed facts (subject, key, value: `facts.py`, issue 20); with `include_messages`, its
+messages into the conversation window of their room (`window.py`), each cut to the bot's window.
 """
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from pathlib import Path
 from typing import Any
 
-from .. import validation
-from ..models import STATUS_ACTIVE
-from . import fields
-from .plan import MAX_RECORDS, EpisodeIn, Plan, Progress, Target
+from .botmemory_items import fact_in, message_in
+from .plan import MAX_RECORDS, Plan, Progress, Target
 from .readers import open_sqlite, rows, text_of
 from .report import ImportFileError
 
@@ -64,29 +61,14 @@ def parse(
             sql = "SELECT rowid, subject, key, value, updated_at FROM facts WHERE agent_id = ? ORDER BY rowid"
             for rowid, subject, fact_key, value, updated_at in rows(connection, sql, (bot_uuid,)):
                 where = f"facts row {rowid}"
-                key_text = fields.text(text_of(fact_key, where, "key"), where, "key", 1000, required=True).strip()
-                value_text = text_of(value, where, "value") or ""
-                # The key also becomes a tag: a tag may hold no comma and at most 64 characters.
-                key_tag = re.sub(r"\s+", " ", key_text.replace(",", " ")).strip()[: validation.MAX_TAG_CHARS]
-                notes: list[fields.Note] = []
-                plan.add_episode(
-                    EpisodeIn(
-                        keys=keys,
-                        where=where,
-                        old_id=f"fact:{rowid}",
-                        content=fields.content(f"{key_text}: {value_text}", where, "value"),
-                        tags=fields.tags(["fact", key_tag], where),
-                        importance=DEFAULT_IMPORTANCE,
-                        timestamp=fields.episode_time(
-                            text_of(updated_at, where, "updated_at"), where, notes, plan.imported_at, "updated_at"
-                        ),
-                        sender_id=fields.text(
-                            text_of(subject, where, "subject"), where, "subject", validation.MAX_SENDER_CHARS
-                        ).strip(),
-                        sender_name="",
-                        status=STATUS_ACTIVE.value,
-                        superseded_by="",
-                        notes=notes,
+                plan.facts.append(
+                    fact_in(
+                        keys,
+                        where,
+                        text_of(subject, where, "subject"),
+                        text_of(fact_key, where, "key"),
+                        text_of(value, where, "value"),
+                        text_of(updated_at, where, "updated_at"),
                     )
                 )
                 done += 1
@@ -96,24 +78,14 @@ def parse(
             sql = "SELECT rowid, room_id, role, content, created_at FROM messages WHERE agent_id = ? ORDER BY rowid"
             for rowid, room_id, role, content, created_at in rows(connection, sql, (bot_uuid,)):
                 where = f"messages row {rowid}"
-                role_text = (text_of(role, where, "role") or "").strip()
-                notes = []
-                plan.add_episode(
-                    EpisodeIn(
-                        keys=target(text_of(room_id, where, "room_id"), where),
-                        where=where,
-                        old_id=f"message:{rowid}",
-                        content=fields.content(text_of(content, where, "content"), where),
-                        tags=fields.tags([role_text] if role_text else [], where),
-                        importance=DEFAULT_IMPORTANCE,
-                        timestamp=fields.episode_time(
-                            text_of(created_at, where, "created_at"), where, notes, plan.imported_at, "created_at"
-                        ),
-                        sender_id="",
-                        sender_name="",
-                        status=STATUS_ACTIVE.value,
-                        superseded_by="",
-                        notes=notes,
+                plan.messages.append(
+                    message_in(
+                        target(text_of(room_id, where, "room_id"), where),
+                        where,
+                        text_of(role, where, "role"),
+                        text_of(content, where, "content"),
+                        text_of(created_at, where, "created_at"),
+                        plan.imported_at,
                     )
                 )
                 done += 1

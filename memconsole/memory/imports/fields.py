@@ -64,6 +64,25 @@ def text(value: Any, where: str, name: str, max_chars: int, required: bool = Fal
     return out
 
 
+def kind(value: Any, where: str, notes: list[Note]) -> str:
+    """An episode's kind (issue 20): a short label, or "" with a note when it cannot be one."""
+    if value is None or value == "":
+        return ""
+    try:
+        return validation.validate_kind(text(value, where, "kind", 1000))
+    except ValidationError:
+        notes.append(("kind_dropped", f"{where}: kind {str(value)[:60]!r} is not a short label; not kept"))
+        return ""
+
+
+def metadata(value: Any, where: str) -> dict[str, Any]:
+    """An episode's metadata (issue 20): a JSON object within the limits of a live write, else fails."""
+    try:
+        return validation.validate_metadata(value)
+    except ValidationError as exc:
+        raise fail(where, "metadata", exc.message.removeprefix("metadata ")) from None
+
+
 def content(value: Any, where: str, name: str = "content") -> str:
     """An episode's text: a string (a number is a wrong type here), trimmed, not empty, within the limit."""
     if value is not None and not isinstance(value, str):

@@ -1,7 +1,8 @@
 """The `jw-agents` format: a jw-agents `memory.db` (SQLite, table `records`).
 
 Each `session_id` becomes its own scope (a target session name is not used), each record an
-episode tagged with its kind and its metadata's tags. `encrypted=1` rows are opened with the
+episode tagged with its kind and its metadata's tags, its `kind` and `metadata` also kept as the
+episode's own (issue 20). `encrypted=1` rows are opened with the
 given Fernet key (or JW_MEMORY_KEY); without one, a file with encrypted rows is refused.
 """
 
@@ -115,4 +116,6 @@ def _episode(record: tuple[Any, ...], target: Target, key: str | None, imported_
         superseded_by="",
         original_source=fields.source(meta.get("source"), where + " metadata"),
         notes=notes,
+        kind=fields.kind(kind_text, where, notes),
+        metadata=fields.metadata(meta, where),
     )

@@ -80,6 +80,8 @@ def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) ->
         superseded_by=fields.old_id(superseded_by, where) if superseded_by else "",
         original_source=fields.source(record.get("original_source") or record.get("source"), where),
         notes=notes,
+        kind=fields.kind(record.get("kind"), where, notes),
+        metadata=fields.metadata(record.get("metadata"), where),
     )
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..exports import AUDIT_FORMAT_MARKER, FORMAT_MARKER
+from .botmemory_items import fact_in, message_in, records
 from .langbot import check_version, episodes_envelope, profiles_envelope, session_of
 from .plan import Plan, Target
 from .readers import load_json
@@ -50,3 +51,23 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
             profiles_envelope(plan, envelope, "profiles.", lambda _scope_key: target(session, "profiles"))
         else:
             episodes_envelope(plan, envelope, "episodes.", lambda _scope_key: target(session, "episodes"))
+    for index, item in enumerate(records(doc, "facts")):  # issue 20: keyed facts, then the window
+        where = f"facts[{index}]"
+        keys = target(session, where)
+        plan.facts.append(
+            fact_in(keys, where, item.get("subject"), item.get("key"), item.get("value"), item.get("updated_at"))
+        )
+    for index, item in enumerate(records(doc, "messages")):
+        where = f"messages[{index}]"
+        plan.messages.append(
+            message_in(
+                target(session, where),
+                where,
+                item.get("role"),
+                item.get("content"),
+                item.get("created_at"),
+                plan.imported_at,
+                item.get("sender_id"),
+                item.get("sender_name"),
+            )
+        )

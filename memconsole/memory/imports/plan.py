@@ -25,6 +25,7 @@ from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
 from ..paging import chunks
 from ..scopes import ScopeKeys, derive_scope
+from .botmemory_items import FactIn, MessageIn
 from .fields import DELETED, Note
 from .report import ImportFileError, ImportReport
 
@@ -56,6 +57,8 @@ class EpisodeIn:
     file_id: str = ""
     original_source: str = ""
     notes: list[Note] = field(default_factory=list)
+    kind: str = ""  # issue 20: the episode's kind and its (sealed) metadata
+    metadata: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ref(self) -> str:
@@ -84,6 +87,8 @@ class Plan:
     profiles: list[ProfileIn] = field(default_factory=list)
     scopes: dict[tuple[str, str], ScopeKeys] = field(default_factory=dict)
     deleted: list[EpisodeIn] = field(default_factory=list)  # deleted in the source: never written
+    facts: list[FactIn] = field(default_factory=list)  # issue 20: keyed facts and window messages
+    messages: list[MessageIn] = field(default_factory=list)
     # The import's one "now": rows' created_at, and the time of an episode whose timestamp is empty.
     imported_at: datetime = field(default_factory=timezone.now)
 

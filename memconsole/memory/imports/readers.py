@@ -50,7 +50,13 @@ def reject_constant(name: str) -> Any:
 def load_json(path: Path, fmt: str) -> Any:
     """The JSON document in `path` (UTF-8, a BOM allowed); errors say the line and column."""
     check_size(path)
-    raw = path.read_bytes()
+    return parse_json(path.read_bytes(), fmt)
+
+
+def parse_json(raw: bytes, fmt: str, where: str = "") -> Any:
+    """The JSON document in `raw` (a file, or a member of an archive named by `where`), read as
+    `load_json` reads a file."""
+    place = f"{where}: " if where else ""
     if raw.startswith(SQLITE_HEADER):
         raise ImportFileError(
             f"this is a SQLite database, not a {fmt} JSON export (use the jw-agents or bot-memory format)"
@@ -59,22 +65,22 @@ def load_json(path: Path, fmt: str) -> Any:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise ImportFileError(f"line {line}: the file is not UTF-8 text (byte {exc.start})") from None
+        raise ImportFileError(f"{place}line {line}: the file is not UTF-8 text (byte {exc.start})") from None
     if not text.strip():
-        raise ImportFileError("the file is empty")
+        raise ImportFileError(f"{place}the file is empty")
     del raw
     try:
         return json.loads(text, parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         at_end = exc.pos >= len(text.rstrip())
         what = "the file is truncated" if at_end else "the file is not valid JSON"
-        raise ImportFileError(f"line {exc.lineno}, column {exc.colno}: {what} ({exc.msg})") from None
+        raise ImportFileError(f"{place}line {exc.lineno}, column {exc.colno}: {what} ({exc.msg})") from None
     except RecursionError:
         # json's C parser guards its recursion: a bracket bomb stops here, at Python's recursion limit,
         # instead of exhausting the stack. Nothing memconsole reads nests more than a few levels.
-        raise ImportFileError("the JSON is nested too deeply") from None
+        raise ImportFileError(f"{place}the JSON is nested too deeply") from None
     except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
-        raise ImportFileError(f"the file holds a value that is not allowed: {exc}") from None
+        raise ImportFileError(f"{place}the file holds a value that is not allowed: {exc}") from None
 
 
 def open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.Connection:

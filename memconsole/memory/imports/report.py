@@ -60,6 +60,8 @@ class ImportReport(Report):
     dry_run: bool
     episodes: int = 0
     profiles: int = 0
+    facts: int = 0  # issue 20: keyed facts and window messages in the file (written: see the audit entry)
+    messages: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     scopes: dict[str, ScopeTally] = field(default_factory=dict)  # by scope_key; a list in JSON
     conflict_count: int = 0

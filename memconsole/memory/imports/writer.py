@@ -13,8 +13,9 @@ from datetime import datetime
 
 from django.db import transaction
 
-from .. import audit, counters, profiles
+from .. import audit, counters, facts, lexical, profiles, window
 from ..audit import Actor
+from ..episode_extras import EpisodeMetadata, metadata_row
 from ..errors import Unavailable
 from ..models import Episode
 from ..paging import chunks
@@ -37,7 +38,11 @@ def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor,
             register_scope(keys)
         written = 0
         for batch in chunks(kept, WRITE_BATCH):
-            Episode.objects.bulk_create([_row(item, now) for item in batch])
+            rows = Episode.objects.bulk_create([_row(item, now) for item in batch])  # pks set (RETURNING)
+            lexical.index_episodes(rows)  # H3's contract: bulk_create skips the post_save receiver
+            EpisodeMetadata.objects.bulk_create(
+                [metadata_row(row, item.metadata) for row, item in zip(rows, batch, strict=True) if item.metadata]
+            )
             written += len(batch)
             if progress:
                 progress("writing", written, len(kept))
@@ -52,6 +57,8 @@ def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor,
                 f"{profile.type} profile imported ({report.format})",
                 updated_at=profile.updated_at,
             )
+        written_facts = facts.import_facts(plan.facts, actor)
+        written_messages = window.import_messages(plan.messages)
         # The chain's head before the counters, in the order remember/archive/delete take them
         # (the other way round, an import and a remember deadlock on PostgreSQL).
         audit.lock_chain()
@@ -77,6 +84,7 @@ def write(plan: Plan, kept: list[EpisodeIn], report: ImportReport, actor: Actor,
                     "conflicts": scope["conflicts"],
                     "skipped_deleted": extras.get("skipped_deleted", 0),
                     "warnings": extras.get("warnings", 0),
+                    **({"facts": written_facts, "messages": written_messages} if plan.facts or plan.messages else {}),
                 },
             )
 
@@ -92,6 +100,7 @@ def _row(item: EpisodeIn, now: datetime) -> Episode:
         sender_name=item.sender_name,
         source="import",
         original_source=item.original_source,
+        kind=item.kind,
         episode_id=item.new_id,
         status=item.status,
         superseded_by=item.superseded_by,

@@ -24,6 +24,7 @@ django.setup()
 
 from django.db import transaction  # noqa: E402
 
+from memconsole.lib import vectors  # noqa: E402
 from memconsole.memory import audit, counters  # noqa: E402
 from memconsole.memory.audit import Actor  # noqa: E402
 from memconsole.memory.episodes import remember  # noqa: E402
@@ -63,8 +64,10 @@ def seed_reindex(plain: int) -> dict:
     for n, keys in enumerate(scopes):
         plain_rows(keys, plain // len(scopes), n * plain)
     indexed = [remember(scopes[0], SYSTEM, f"indexed fact number {i}", tags=["indexed"]).episode for i in range(12)]
-    # Drift: stale metadata (status changed behind the index's back) and orphans (rows gone).
-    Episode.objects.filter(pk__in=[e.pk for e in indexed[:4]]).update(status="archived", importance=5)
+    # Drift: stale metadata (the index changed behind the database's back: a row changed by SQL is
+    # a forgery, which reindex refuses) and orphans (rows gone).
+    stale = [e.episode_id for e in indexed[:4]]
+    vectors.update_metadata(scopes[0].user_key, stale, [{"status": "archived", "importance": 5}] * len(stale))
     Episode.objects.filter(pk__in=[e.pk for e in indexed[4:7]]).delete()
     counters.recount(scopes[0].user_key)
     return {"episodes": Episode.objects.count()}

@@ -4,10 +4,27 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from .transport import Call, timestamp
 
-__all__ = ["forget", "get_profile", "inject", "recall", "remember", "update_profile"]
+__all__ = [
+    "append_message",
+    "export",
+    "forget",
+    "forget_fact",
+    "forget_session",
+    "get_profile",
+    "inject",
+    "list_episodes",
+    "list_sessions",
+    "recall",
+    "recall_facts",
+    "recent_messages",
+    "remember",
+    "remember_fact",
+    "update_profile",
+]
 
 
 def remember(
@@ -19,6 +36,8 @@ def remember(
     importance: int,
     timestamp_: datetime | str | None,
     query_id: str | None,
+    kind: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> Call:
     return Call(
         "POST",
@@ -31,6 +50,8 @@ def remember(
             "importance": importance,
             "timestamp": timestamp(timestamp_),
             "query_id": query_id,
+            "kind": kind,
+            "metadata": metadata,
         },
     )
 
@@ -45,6 +66,8 @@ def recall(
     time_before: datetime | str | None,
     tags: list[str] | None,
     statuses: list[str] | None,
+    speaker_id: str | None = None,
+    kind: str | None = None,
 ) -> Call:
     return Call(
         "POST",
@@ -58,6 +81,8 @@ def recall(
             "time_before": timestamp(time_before),
             "tags": tags,
             "statuses": statuses,
+            "speaker_id": speaker_id,
+            "kind": kind,
         },
     )
 
@@ -97,8 +122,56 @@ def update_profile(
     )
 
 
+def list_episodes(*, status: str | None, limit: int | None, cursor: str | None, kind: str | None = None) -> Call:
+    return Call("GET", "episodes", {"status": status, "limit": limit, "cursor": cursor, "kind": kind})
+
+
+def export() -> Call:
+    return Call("GET", "export", {})
+
+
 def forget(episode_id: str) -> Call:
     return Call("POST", "forget", {"episode_id": episode_id})
+
+
+def forget_session() -> Call:
+    return Call("POST", "forget", {"all": True})
+
+
+def remember_fact(subject: str, key: str, value: str) -> Call:
+    return Call("POST", "facts", {"subject": subject, "key": key, "value": value})
+
+
+def recall_facts(subject: str, key: str | None) -> Call:
+    return Call("GET", "facts", {"subject": subject, "key": key})
+
+
+def forget_fact(subject: str, key: str) -> Call:
+    return Call("POST", "facts/forget", {"subject": subject, "key": key})
+
+
+def append_message(
+    role: str, content: str, *, sender_id: str | None, sender_name: str | None, created_at: datetime | str | None
+) -> Call:
+    return Call(
+        "POST",
+        "messages",
+        {
+            "role": role,
+            "content": content,
+            "sender_id": sender_id,
+            "sender_name": sender_name,
+            "created_at": timestamp(created_at),
+        },
+    )
+
+
+def recent_messages(limit: int | None) -> Call:
+    return Call("GET", "messages", {"limit": limit})
+
+
+def list_sessions(limit: int | None) -> Call:
+    return Call("GET", "sessions", {"limit": limit}, scope_fields=("bot_uuid",))  # a bot's, not one chat's
 
 
 def inject(query: str, *, sender_id: str, sender_name: str, query_id: str, top_k: int) -> Call:

@@ -11,7 +11,18 @@ import httpx
 
 from . import calls
 from .transport import USER_AGENT, Call, Retry, api_url, decode, transport_error
-from .types import Episode, Injection, Profile, ProfileUpdate, RememberResult
+from .types import (
+    Episode,
+    EpisodeList,
+    Fact,
+    Injection,
+    Message,
+    MessageWindow,
+    Profile,
+    ProfileUpdate,
+    RememberResult,
+    SessionSummary,
+)
 
 __all__ = ["MemoryClient"]
 
@@ -89,11 +100,14 @@ class MemoryClient:
         importance: int = 2,
         timestamp: datetime | str | None = None,
         query_id: str | None = None,
+        kind: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> RememberResult:
         """Store an episode; returns {episode_id, status, superseded: [ids], indexed, importance, adjusted}.
 
         `importance` outside 1-5 is stored clamped (the answer's `importance`, and `adjusted` names it);
-        a `timestamp` without a time zone is UTC; `query_id` names the message the memory came from.
+        a `timestamp` without a time zone is UTC; `query_id` names the message the memory came from;
+        `kind` is a short label (e.g. "question") and `metadata` a JSON object, stored sealed.
         """
         call = calls.remember(
             content,
@@ -103,6 +117,8 @@ class MemoryClient:
             importance=importance,
             timestamp_=timestamp,
             query_id=query_id,
+            kind=kind,
+            metadata=metadata,
         )
         return cast(RememberResult, self._send(call))
 
@@ -117,8 +133,13 @@ class MemoryClient:
         time_before: datetime | str | None = None,
         tags: list[str] | None = None,
         statuses: list[str] | None = None,
+        speaker_id: str | None = None,
+        kind: str | None = None,
     ) -> list[Episode]:
-        """The best matching episodes, each with score and breakdown."""
+        """The best matching episodes, each with score and breakdown.
+
+        `sender_id` keeps only that sender's episodes; `speaker_id` names the current speaker, whose
+        own episodes are searched first and ranked first for a first-person question."""
         call = calls.recall(
             query,
             top_k=top_k,
@@ -128,6 +149,8 @@ class MemoryClient:
             time_before=time_before,
             tags=tags,
             statuses=statuses,
+            speaker_id=speaker_id,
+            kind=kind,
         )
         return cast("list[Episode]", self._send(call)["episodes"])
 
@@ -168,6 +191,59 @@ class MemoryClient:
             if_version=if_version,
         )
         return cast(ProfileUpdate, self._send(call))
+
+    def list_episodes(
+        self,
+        *,
+        status: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        kind: str | None = None,
+    ) -> EpisodeList:
+        """This chat's episodes of one status (default active), newest stored first; pass the answer's
+        `next_cursor` as `cursor` for the next page."""
+        return cast(EpisodeList, self._send(calls.list_episodes(status=status, limit=limit, cursor=cursor, kind=kind)))
+
+    def export(self) -> dict[str, Any]:
+        """This chat's memory as a memconsole export document (every status, profiles); audited."""
+        return cast("dict[str, Any]", self._send(calls.export()))
+
+    def remember_fact(self, subject: str, key: str, value: str) -> Fact:
+        """Remember one fact (one per subject and key in this space; the old value is kept as history)."""
+        return cast(Fact, self._send(calls.remember_fact(subject, key, value)))
+
+    def recall_facts(self, subject: str, key: str | None = None) -> list[Fact]:
+        """The current facts about `subject` (only `key`, when given)."""
+        return cast("list[Fact]", self._send(calls.recall_facts(subject, key))["facts"])
+
+    def forget_fact(self, subject: str, key: str) -> bool:
+        """Forget one fact; `MemconsoleError` 404 when there is none."""
+        return bool(self._send(calls.forget_fact(subject, key))["forgotten"])
+
+    def append_message(
+        self,
+        role: str,
+        content: str,
+        *,
+        sender_id: str | None = None,
+        sender_name: str | None = None,
+        created_at: datetime | str | None = None,
+    ) -> Message:
+        """Add a message (role user, assistant, system or tool) to this chat's conversation window."""
+        call = calls.append_message(role, content, sender_id=sender_id, sender_name=sender_name, created_at=created_at)
+        return cast(Message, self._send(call))
+
+    def recent_messages(self, limit: int | None = None) -> MessageWindow:
+        """The last `limit` messages of this chat's window (all it keeps by default), oldest first."""
+        return cast(MessageWindow, self._send(calls.recent_messages(limit)))
+
+    def list_sessions(self, limit: int | None = None) -> list[SessionSummary]:
+        """This bot's sessions (its spaces), most recently used first, each with its episode count."""
+        return cast("list[SessionSummary]", self._send(calls.list_sessions(limit))["sessions"])
+
+    def forget_session(self) -> int:
+        """Delete every episode written in this chat (one audited batch); returns how many."""
+        return int(self._send(calls.forget_session())["count"])
 
     def forget(self, episode_id: str) -> bool:
         """Delete one episode of this chat's memory."""

@@ -97,12 +97,14 @@ class Call:
     method: str
     endpoint: str
     fields: dict[str, Any]
+    scope_fields: tuple[str, ...] = ("bot_uuid", "session_name", "isolation")  # what of the scope it sends
 
     def request(
         self, client: httpx.Client | httpx.AsyncClient, api: str, token: str, scope: dict[str, str]
     ) -> httpx.Request:
         """The httpx request for this call (built by the pooled client, so its defaults apply)."""
-        fields = {**scope, **{key: value for key, value in self.fields.items() if value is not None}}
+        fields = {key: scope[key] for key in self.scope_fields if key in scope}
+        fields.update({key: value for key, value in self.fields.items() if value is not None})
         headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
         url = f"{api}/{self.endpoint}"
         if self.method == "GET":

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 __all__ = [
     "Breakdown",
     "Episode",
+    "EpisodeList",
     "Evicted",
+    "Fact",
     "Injection",
     "InjectionContext",
     "Isolation",
+    "ListedEpisode",
+    "Message",
+    "MessageWindow",
     "Profile",
     "ProfileData",
     "ProfileType",
     "ProfileUpdate",
     "RememberResult",
+    "SessionSummary",
     "Speaker",
     "Status",
 ]
@@ -41,6 +47,8 @@ class Breakdown(TypedDict):
     speaker: float
     update: float
     exact: float
+    lexical: float
+    relevance: float
 
 
 class Episode(TypedDict):
@@ -56,6 +64,64 @@ class Episode(TypedDict):
     sender_id: str
     sender_name: str
     status: Status
+    kind: str  # "" for none
+    metadata: dict[str, Any]
+
+
+class ListedEpisode(TypedDict):
+    """One episode of `list_episodes`: as stored, without a score."""
+
+    episode_id: str
+    content: str
+    tags: list[str]
+    importance: int
+    timestamp: str | None
+    sender_id: str
+    sender_name: str
+    source: str
+    status: Status
+    superseded_by: str
+    kind: str  # "" for none
+    metadata: dict[str, Any]
+
+
+class Fact(TypedDict):
+    """One keyed fact: the current value of (subject, key) in a space."""
+
+    subject: str
+    key: str
+    value: str
+    version: int  # 1 when new; each new value adds one
+    updated_at: str
+
+
+class Message(TypedDict):
+    """One message of a chat's conversation window."""
+
+    role: Literal["user", "assistant", "system", "tool"]
+    content: str
+    created_at: str
+    sender_id: str
+    sender_name: str
+
+
+class MessageWindow(TypedDict):
+    messages: list[Message]  # oldest first
+    window_size: int  # how many messages the bot's chats keep
+
+
+class SessionSummary(TypedDict):
+    """One session of `list_sessions`: a space of the bot and the episodes written in it."""
+
+    session_name: str
+    isolation: Isolation
+    episodes: int
+    last_seen: str
+
+
+class EpisodeList(TypedDict):
+    episodes: list[ListedEpisode]
+    next_cursor: str | None  # pass as `cursor` for the next (older) page; None on the last
 
 
 class Profile(TypedDict):

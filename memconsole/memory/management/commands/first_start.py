@@ -9,6 +9,8 @@ from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
+from memconsole.memory import modelswitch
+from memconsole.memory.errors import Unavailable
 from memconsole.memory.models import Episode
 
 TERMINAL = Path("/dev/tty")
@@ -41,6 +43,24 @@ class Command(BaseCommand):
             self.stdout.write(f"Log in with the account created at the first start (reset with `{SET_PASSWORD}`).")
         settings.VAR_DIR.mkdir(parents=True, exist_ok=True)
         marker.touch()
+        self._model_switch()
+
+    def _model_switch(self) -> None:
+        """A changed embedding model is detected (and recorded) here; the server re-embeds in the
+        background on its first request while recall answers from the index it has."""
+        try:
+            state = modelswitch.current()
+        except Unavailable as exc:
+            self.stdout.write(self.style.WARNING(f"The embedding model cannot be loaded: {exc}"))
+            return
+        if state.switching:
+            self.stdout.write(
+                self.style.WARNING(
+                    f"The embedding model changed ({state.serving_model_id or 'none'} -> {state.model_id}): the "
+                    f"server re-embeds the memory in the background ({state.percent}% done) and recall answers "
+                    "from the current index meanwhile; /readyz and the console show the progress."
+                )
+            )
 
     def _create_admin(self, User: Any) -> None:
         """The admin account, its password shown on the terminal only; with no terminal it has none

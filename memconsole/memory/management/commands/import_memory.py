@@ -8,13 +8,16 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from memconsole.memory import imports
 from memconsole.memory.audit import Actor
 from memconsole.memory.errors import MemoryError_, ValidationError
+from memconsole.memory.management.progress import StderrProgress, stderr_of
 
 
 class Command(BaseCommand):
     help = (
         "Import memory from a file into the scope(s) of one bot, all or nothing. Formats: memconsole (our export), "
         "langbot (LongTermMemory episodes/profiles export), jw-agents (memory.db, one scope per session_id), "
-        "bot-memory (memory.db facts into --session-name; --include-messages adds each room's messages). "
+        "bot-memory (memory.db facts into --session-name; --include-messages adds each room's messages), "
+        "mem0 (an OpenMemory backup zip or mem0's get_all JSON; paused memories arrive archived), "
+        "letta (a Letta agent file: core memory blocks into the session profile's notes; or an archival export). "
         "Episodes deleted in the source are skipped; details adjusted on the way in (importance clamped, an unknown "
         "status read as active, an empty timestamp, profile items over the limits) are listed as warnings. "
         "--dry-run reports what would be imported (per scope, per status, conflicts) and writes nothing."
@@ -26,7 +29,8 @@ class Command(BaseCommand):
         parser.add_argument("--bot-uuid", required=True, help="the target bot (bot-memory: also the agent_id imported)")
         parser.add_argument(
             "--session-name",
-            help="the target session: required for bot-memory facts; for memconsole and langbot it replaces the file's own session; "
+            help="the target session: required for bot-memory facts and letta, and for mem0 memories without a run_id; "
+            "for memconsole and langbot it replaces the file's own session; "
             "ignored for jw-agents (each session_id is a session)",
         )
         parser.add_argument(
@@ -51,27 +55,24 @@ class Command(BaseCommand):
         include_messages: bool,
         **options: Any,
     ) -> None:
-        self._shown = False
         try:
-            report = imports.import_file(
-                file,
-                fmt,
-                bot_uuid=bot_uuid,
-                session_name=session_name,
-                isolation=isolation,
-                actor=Actor.system(f"manage.py import_memory ({getpass.getuser()})"),
-                dry_run=dry_run,
-                fernet_key=fernet_key,
-                include_messages=include_messages,
-                progress=self._progress,
-            )
+            with StderrProgress(stderr_of(self)) as progress:
+                report = imports.import_file(
+                    file,
+                    fmt,
+                    bot_uuid=bot_uuid,
+                    session_name=session_name,
+                    isolation=isolation,
+                    actor=Actor.system(f"manage.py import_memory ({getpass.getuser()})"),
+                    dry_run=dry_run,
+                    fernet_key=fernet_key,
+                    include_messages=include_messages,
+                    progress=progress,
+                )
         except ValidationError as exc:
-            self._end_progress()
             raise CommandError(f"{file}: {exc.message}; nothing was imported") from None
         except MemoryError_ as exc:
-            self._end_progress()
             raise CommandError(f"{file}: {exc}; nothing was imported") from None
-        self._end_progress()
         for scope in report.scopes.values():
             statuses = (
                 ", ".join(f"{name} {count}" for name, count in sorted(scope["statuses"].items())) or "no episodes"
@@ -93,16 +94,6 @@ class Command(BaseCommand):
         if report.warning_count > len(report.warnings):
             self.stdout.write(f"  ... and {report.warning_count - len(report.warnings)} more warnings")
         self.stdout.write(report.summary())
-
-    def _progress(self, stage: str, done: int, total: int) -> None:
-        self._shown = True
-        self.stderr.write(f"\r{stage}: {done}/{total}   ", ending="")
-        self.stderr.flush()
-
-    def _end_progress(self) -> None:
-        if self._shown:
-            self.stderr.write("")
-            self._shown = False
 
 
 def _place(where: str, old_id: str) -> str:

@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory.errors import Unavailable
+from memconsole.memory.management.progress import StderrProgress, stderr_of
 from memconsole.memory.reindex import reindex
 
 
@@ -20,16 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("--check", action="store_true", help="report drift without changing anything")
 
     def handle(self, *args: Any, check: bool = False, **options: Any) -> None:
-        last = [0.0]
-
-        def progress(stage: str, done: int, total: int) -> None:
-            now = time.monotonic()
-            if done == total or now - last[0] >= 1.0:
-                last[0] = now
-                self.stdout.write(f"{stage}: {done}/{total}")
-
         try:
-            report = reindex(check_only=check, progress=progress)
+            with StderrProgress(stderr_of(self), every=1.0) as progress:
+                report = reindex(check_only=check, progress=progress)
         except Unavailable as exc:
             raise CommandError(f"reindex failed: {exc}") from exc
         self.stdout.write(("reindex --check: " if check else "reindex: ") + report.summary())

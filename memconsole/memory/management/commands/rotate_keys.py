@@ -6,6 +6,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory.audit import Actor
+from memconsole.memory.management.progress import StderrProgress, stderr_of
 from memconsole.memory.rotation import rotate_keys
 
 
@@ -23,14 +24,17 @@ class Command(BaseCommand):
         if batch < 1:
             raise CommandError("--batch must be at least 1")
 
-        def progress(table: str, done: int, total: int) -> None:
-            self.stdout.write(f"{table}: {done}/{total}")
-
         try:
-            report = rotate_keys(batch=batch, progress=progress, actor=Actor.system("manage.py rotate_keys"))
+            with StderrProgress(stderr_of(self)) as progress:
+                report = rotate_keys(batch=batch, progress=progress, actor=Actor.system("manage.py rotate_keys"))
         except ImproperlyConfigured as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write("rotate_keys: " + report.summary())
+        if report.refused:
+            raise CommandError(
+                f"{report.refused} rows were changed outside memconsole and were not re-sealed (see `memory_health`, "
+                "check row_integrity): " + "; ".join(report.refused_rows)
+            )
         if not report.ok:
             raise CommandError(
                 f"{report.unreadable} rows open with no configured key and were left as they are; add the key they "

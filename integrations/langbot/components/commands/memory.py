@@ -1,0 +1,132 @@
+"""`!memory`: this chat's memory as memconsole holds it (overview, list, search, forget, export)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from langbot_plugin.api.definition.components.command.command import Command
+from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
+from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
+from memconsole_bridge import MemconsoleError, SettingsError, Turn, error_text, session_name_of, turn_of
+
+LIST_DEFAULT, LIST_MAX = 10, 50
+USAGE = "Usage: !memory | !memory list [n] | !memory search <query> | !memory forget <id> | !memory export"
+
+
+async def _turn(command: Command, context: ExecuteContext) -> Turn:
+    api = QueryBasedAPIProxy(
+        query_id=context.query_id,
+        query_uuid=context.query_uuid,
+        plugin_runtime_handler=command.plugin.plugin_runtime_handler,
+    )
+    return await turn_of(command, api, session_name_of(context.session))
+
+
+def _line(episode: Mapping[str, Any]) -> str:
+    who = episode.get("sender_name") or episode.get("sender_id") or "unknown"
+    when = (episode.get("timestamp") or "")[:10] or "-"
+    return f"- {episode['episode_id']} ({when}) {who}: {episode['content']}"
+
+
+class Memory(Command):
+    def __init__(self) -> None:
+        super().__init__()
+
+        @self.subcommand(name="", help="Show this chat's memory in memconsole", usage="!memory")
+        async def overview(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            try:
+                turn = await _turn(self, context)
+                async with turn.client() as memory:
+                    session = await memory.get_profile("session")
+                    speaker = await memory.get_profile("speaker", turn.speaker.id) if turn.speaker.id else None
+                    newest = await memory.list_episodes(limit=1)
+            except (SettingsError, MemconsoleError) as error:
+                yield CommandReturn(text=error_text(error))
+                return
+            lines = [f"[Memory] memconsole, isolation: {turn.settings.isolation}", f"Session: {turn.session_name}"]
+            lines.append(f"Current speaker: {turn.speaker.name or '-'} ({turn.speaker.id or '-'})")
+            lines.append(
+                f"Session profile: {session['name'] or '-'}, {len(session['traits'])} traits, "
+                f"{len(session['preferences'])} preferences (version {session['version']})"
+            )
+            if speaker is not None:
+                lines.append(
+                    f"Speaker profile: {speaker['name'] or '-'}, {len(speaker['traits'])} traits, "
+                    f"{len(speaker['preferences'])} preferences (version {speaker['version']})"
+                )
+            lines.append("Newest memory: " + (_line(newest["episodes"][0])[2:] if newest["episodes"] else "(none)"))
+            lines.append(USAGE)
+            yield CommandReturn(text="\n".join(lines))
+
+        @self.subcommand(name="list", help="List the newest memories", usage="!memory list [n]", aliases=["ls"])
+        async def list_(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            count = LIST_DEFAULT
+            if context.crt_params:
+                if not context.crt_params[0].isdigit() or not 1 <= int(context.crt_params[0]) <= LIST_MAX:
+                    yield CommandReturn(text=f"Usage: !memory list [n], n from 1 to {LIST_MAX}")
+                    return
+                count = int(context.crt_params[0])
+            try:
+                turn = await _turn(self, context)
+                async with turn.client() as memory:
+                    page = await memory.list_episodes(limit=count)
+            except (SettingsError, MemconsoleError) as error:
+                yield CommandReturn(text=error_text(error))
+                return
+            if not page["episodes"]:
+                yield CommandReturn(text="[Memory] no memories in this chat yet.")
+                return
+            more = " (more: see the memconsole console)" if page["next_cursor"] else ""
+            text = f"[Memory] newest {len(page['episodes'])}{more}:\n" + "\n".join(map(_line, page["episodes"]))
+            yield CommandReturn(text=text)
+
+        @self.subcommand(name="search", help="Search the memories", usage="!memory search <query>", aliases=["s"])
+        async def search(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            query = " ".join(context.crt_params).strip()
+            if not query:
+                yield CommandReturn(text="Usage: !memory search <query>")
+                return
+            try:
+                turn = await _turn(self, context)
+                async with turn.client() as memory:
+                    hits = await memory.recall(query, top_k=LIST_DEFAULT)
+            except (SettingsError, MemconsoleError) as error:
+                yield CommandReturn(text=error_text(error))
+                return
+            if not hits:
+                yield CommandReturn(text=f"[Memory] nothing matches {query!r}.")
+                return
+            lines = [f"{_line(hit)} (score {hit['score']:.2f})" for hit in hits]
+            yield CommandReturn(text=f"[Memory] {len(hits)} matching {query!r}:\n" + "\n".join(lines))
+
+        @self.subcommand(name="forget", help="Delete one memory", usage="!memory forget <id>", aliases=["rm"])
+        async def forget(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            if len(context.crt_params) != 1:
+                yield CommandReturn(text="Usage: !memory forget <id>")
+                return
+            episode_id = context.crt_params[0].strip()
+            try:
+                turn = await _turn(self, context)
+                async with turn.client() as memory:
+                    await memory.forget(episode_id)
+            except MemconsoleError as error:
+                text = f"[Memory] no memory {episode_id} in this chat." if error.status == 404 else error_text(error)
+                yield CommandReturn(text=text)
+                return
+            except SettingsError as error:
+                yield CommandReturn(text=error_text(error))
+                return
+            yield CommandReturn(text=f"[Memory] forgot {episode_id}.")
+
+        @self.subcommand(name="export", help="This chat's memory as JSON", usage="!memory export")
+        async def export(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            try:
+                turn = await _turn(self, context)
+                async with turn.client() as memory:
+                    document = await memory.export()
+            except (SettingsError, MemconsoleError) as error:
+                yield CommandReturn(text=error_text(error))
+                return
+            yield CommandReturn(text=json.dumps(document, ensure_ascii=False, indent=2))

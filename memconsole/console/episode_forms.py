@@ -1,0 +1,98 @@
+"""Forms of editing memory by hand: edit or add an episode, reassign its speaker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from memconsole.memory import validation
+from memconsole.memory.models import Episode
+
+from .forms import MAX_VERSION, ConsoleForm
+from .timezones import datetime_input
+
+IMPORTANCE_CHOICES = [(n, str(n)) for n in range(validation.MIN_IMPORTANCE, validation.MAX_IMPORTANCE + 1)]
+
+
+def _tags(value: str) -> list[str]:
+    return [tag.strip() for tag in value.split(",") if tag.strip()]
+
+
+class EpisodeForm(ConsoleForm):
+    """An episode's editable fields. The event time is read in the console's time zone."""
+
+    content = forms.CharField(label=_("Content"), strip=True, widget=forms.Textarea(attrs={"rows": 5}))
+    tags = forms.CharField(
+        label=_("Tags"),
+        required=False,
+        max_length=validation.MAX_TAGS * (validation.MAX_TAG_CHARS + 1),
+        help_text=_("Separated by commas, for example: travel, correction."),
+    )
+    importance = forms.TypedChoiceField(
+        label=_("Importance"), choices=IMPORTANCE_CHOICES, coerce=int, initial=2, help_text=_("1 (low) to 5 (high).")
+    )
+    sender_id = forms.CharField(
+        label=_("Speaker ID"),
+        required=False,
+        max_length=validation.MAX_SENDER_CHARS,
+        widget=forms.TextInput(attrs={"list": "speaker-list", "autocomplete": "off"}),
+        help_text=_("Type a name or an id; names are suggested as “name (id)”."),
+    )
+    sender_name = forms.CharField(label=_("Speaker name"), required=False, max_length=validation.MAX_SENDER_CHARS)
+    timestamp = forms.DateTimeField(label=_("Event time"), required=False, widget=datetime_input())
+    # The version the form was rendered from: saving over a newer one is a conflict (409).
+    version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, widget=forms.HiddenInput)
+
+    def clean_content(self) -> str:
+        content: str = self.cleaned_data["content"]
+        if len(content) > validation.max_content_chars():
+            raise forms.ValidationError(
+                _("At most %(n)d characters.") % {"n": validation.max_content_chars()}, code="max_length"
+            )
+        return content
+
+    def clean_tags(self) -> list[str]:
+        tags = _tags(self.cleaned_data["tags"])
+        if len(tags) > validation.MAX_TAGS:
+            raise forms.ValidationError(_("At most %(n)d tags.") % {"n": validation.MAX_TAGS})
+        if any(len(tag) > validation.MAX_TAG_CHARS for tag in tags):
+            raise forms.ValidationError(
+                _("Each tag may have at most %(n)d characters.") % {"n": validation.MAX_TAG_CHARS}
+            )
+        return tags
+
+    def changes(self) -> dict[str, Any]:
+        """The edit as `editing.edit_episode` keywords (an empty event time keeps the stored one)."""
+        data = self.cleaned_data
+        changes = {name: data[name] for name in ("content", "tags", "importance", "sender_id", "sender_name")}
+        if data.get("timestamp"):
+            changes["timestamp"] = data["timestamp"]
+        return changes
+
+    @classmethod
+    def initial_from(cls, episode: Episode) -> dict[str, Any]:
+        stamp = timezone.localtime(episode.timestamp) if episode.timestamp else None
+        return {
+            "content": episode.content,
+            "tags": ", ".join(episode.tags),
+            "importance": episode.importance,
+            "sender_id": episode.sender_id,
+            "sender_name": episode.sender_name,
+            "timestamp": stamp.replace(tzinfo=None) if stamp else None,
+            "version": episode.version,
+        }
+
+
+class SpeakerForm(ConsoleForm):
+    """Reassign an episode's speaker: a name or an id, resolved in the scope."""
+
+    speaker = forms.CharField(
+        label=_("This memory is about"),
+        max_length=validation.MAX_SENDER_CHARS,
+        widget=forms.TextInput(attrs={"list": "speaker-list", "autocomplete": "off"}),
+        help_text=_("A speaker’s name or id."),
+    )
+    version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, widget=forms.HiddenInput)

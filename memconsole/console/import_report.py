@@ -1,0 +1,43 @@
+"""An import report (`ImportReport.as_dict()`) made ready for the console: a label per listed
+item, how many were not listed, and the memory spaces it wrote to (for links)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.translation import gettext_lazy
+
+from memconsole.memory import queries
+from memconsole.memory.models import Scope
+
+# What each kind of conflict, skipped item and warning in an import report means (ImportReport).
+KIND_LABELS = {
+    "exists": gettext_lazy("Already in the memory space"),
+    "duplicate": gettext_lazy("Repeated in the file"),
+    "profile_exists": gettext_lazy("Profile exists: imported as a new version"),
+    "deleted": gettext_lazy("Deleted in the source"),
+    "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
+    "unknown_status": gettext_lazy("Unknown status: imported as active"),
+    "timestamp_missing": gettext_lazy("Empty time: the import time is used"),
+    "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
+    "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
+    "notes_cut": gettext_lazy("Notes cut at the limit"),
+}
+
+
+def labelled(report: dict[str, Any]) -> dict[str, Any]:
+    """The report's JSON form with a label per listed item and how many were not listed."""
+    for name, count in (("conflicts", "conflict_count"), ("skipped", "skipped_deleted"), ("warnings", "warning_count")):
+        for item in report.get(name, []):
+            item["label"] = KIND_LABELS.get(item["kind"], item["kind"])
+        report[f"{name}_not_listed"] = report.get(count, 0) - len(report.get(name, []))
+    return report
+
+
+def targets(report: dict[str, Any] | None) -> list[Scope]:
+    """The spaces an import wrote to, for links to them (none for a dry run)."""
+    if not report or report.get("dry_run"):
+        return []
+    return queries.registered_scopes(
+        (item.get("scope_key"), item.get("isolation")) for item in report.get("scopes", [])
+    )

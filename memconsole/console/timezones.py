@@ -1,0 +1,79 @@
+"""The console's time zone: the one every time is shown in and every time filter is read in.
+
+An admin's explicit choice is kept in the session; otherwise the browser's zone, which console.js
+reports in a cookie; otherwise the server's (`TIME_ZONE`, UTC). Django's `timezone.activate` then
+makes templates (`{% timestamp %}`) and forms (naive `datetime-local` input) use it.
+"""
+
+from __future__ import annotations
+
+import zoneinfo
+from functools import cache
+from typing import Any
+from urllib.parse import unquote
+
+from django import forms
+from django.http import HttpRequest
+from django.utils import timezone
+from django.utils.functional import Promise, lazy
+from django.utils.translation import gettext_lazy as _
+
+SESSION_KEY = "memconsole_time_zone"
+BROWSER_COOKIE = "memconsole_browser_tz"
+BROWSER = "browser"  # the choice "follow the browser"
+
+
+@cache
+def zone_names() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones())
+
+
+def valid_zone(name: Any) -> str | None:
+    """The IANA zone name when it is one (e.g. "Europe/Paris", "UTC"), else None."""
+    if isinstance(name, str) and name in zone_names():
+        return name
+    return None
+
+
+def chosen_zone(request: HttpRequest) -> tuple[str | None, str]:
+    """(zone name or None for the server's, where it came from: "chosen", "browser" or "server")."""
+    session = getattr(request, "session", None)
+    chosen = valid_zone(session.get(SESSION_KEY)) if session is not None else None
+    if chosen:
+        return chosen, "chosen"
+    browser = valid_zone(unquote(request.COOKIES.get(BROWSER_COOKIE, "")))  # console.js encodes "/"
+    if browser:
+        return browser, "browser"
+    return None, "server"
+
+
+def datetime_input() -> forms.DateTimeInput:
+    """A `datetime-local` input: its value is read (and shown) in the console's time zone."""
+    return forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+def in_console_zone(message: Promise) -> str:
+    """A label naming the console's time zone, worked out when shown (`_("From (%(zone)s)")`): the
+    time filters read their input in that zone."""
+    return lazy(lambda: str(message) % {"zone": timezone.get_current_timezone_name()}, str)()
+
+
+class TimeZoneForm(forms.Form):
+    zone = forms.CharField(
+        label=_("Time zone"),
+        max_length=64,
+        widget=forms.TextInput(attrs={"list": "zone-list", "autocomplete": "off", "spellcheck": "false"}),
+        help_text=_("An IANA name such as Europe/Paris or Asia/Shanghai, or “browser” to follow your browser."),
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("label_suffix", "")  # as `forms.ConsoleForm` (which imports this module)
+        super().__init__(*args, **kwargs)
+
+    def clean_zone(self) -> str:
+        zone: str = self.cleaned_data["zone"].strip()
+        if zone.casefold() == BROWSER:
+            return BROWSER
+        if not valid_zone(zone):
+            raise forms.ValidationError(_("This is not a time zone name. Pick one from the list."))
+        return zone

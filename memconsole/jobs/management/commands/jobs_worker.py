@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import signal
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandParser
+
+from ...queue import recover
+from ...worker import Recovery, make_worker, worker_id
+
+
+class Command(BaseCommand):
+    help = (
+        "Run background jobs (imports, erasure, health runs, index repair, key rotation) from the database queue; "
+        "resumes the jobs of workers that stopped. With an embedded vector index (no CHROMA_HOST) the web server "
+        "runs the jobs itself (MEMCONSOLE_JOBS_IN_WEB): run this only with the web server stopped, or with a "
+        "Chroma server. Ctrl-C (SIGTERM) finishes the current job, then stops."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--batch", action="store_true", help="run the queued jobs, then exit")
+        parser.add_argument("--interval", type=float, default=None, help="seconds between polls of an empty queue")
+
+    def handle(self, *args: Any, batch: bool = False, interval: float | None = None, **options: Any) -> None:
+        if not settings.CHROMA_HOST and settings.MEMCONSOLE_JOBS_IN_WEB:
+            self.stderr.write(
+                "note: the vector index is embedded; do not run this beside a web server that runs jobs itself "
+                "(two processes must not write one Chroma folder)"
+            )
+        ident = worker_id()
+        self.stderr.write(f"jobs worker {ident}: waiting for jobs")
+        loop = make_worker(batch=batch, interval=interval, ident=ident)
+        if batch:
+            for line in recover():
+                self.stderr.write(f"job {line}")
+            loop.run()
+            self.stderr.write("jobs worker: queue empty, exiting")
+            return
+        loop.configure_signals()
+        recovery = Recovery()
+        recovery.start()
+        try:
+            loop.run()
+        finally:
+            recovery.stopped.set()
+            loop.reset_signals()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -1,0 +1,64 @@
+"""Fixing memory from the answer that used it (issue 18): from an injection snapshot, an operator
+marks an injected memory as wrong and archives it or lowers its importance. The reason, and the
+snapshot it came from, go into the change's own audit entry (`archive` or `episode_edit`), so the
+audit log says why. Editing the text is the edit screen's job (`editing.edit_episode`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import editing, episodes
+from .audit import Actor
+from .errors import ValidationError
+from .models import Episode, InjectionSnapshot
+from .scopes import ScopeKeys
+from .validation import MIN_IMPORTANCE, text
+
+ARCHIVE, LOWER = "archive", "lower_importance"
+ACTIONS = (ARCHIVE, LOWER)
+MAX_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Fix:
+    episode: Episode
+    action: str
+    reason: str
+
+
+def injected_ids(snapshot: InjectionSnapshot) -> list[str]:
+    """The ids of the episodes this snapshot put into the prompt, in their order."""
+    return [
+        str(e["episode_id"])
+        for e in snapshot.payload.get("episodes") or []
+        if isinstance(e, dict) and "episode_id" in e
+    ]
+
+
+def fix_from_snapshot(
+    keys: ScopeKeys, actor: Actor, snapshot: InjectionSnapshot, episode_id: str, action: str, reason: object
+) -> Fix:
+    """Archive one memory `snapshot` injected, or lower its importance by one, recording `reason`.
+
+    `ValidationError` for another snapshot's memory, an unknown action, an empty reason or an
+    importance already at its lowest; `NotFound` when the memory is gone.
+    """
+    actor.require_bot(keys)
+    if snapshot.user_key != keys.user_key:
+        raise ValidationError("this snapshot belongs to another memory space")
+    if action not in ACTIONS:
+        raise ValidationError(f"unknown fix {action!r} (use {', '.join(ACTIONS)})", field="action")
+    why = text(reason, "reason", MAX_REASON_CHARS).strip()
+    if not why:
+        raise ValidationError("say why the memory is wrong: the reason goes into the audit log", field="reason")
+    if episode_id not in injected_ids(snapshot):
+        raise ValidationError("that memory was not injected by this snapshot", field="episode_id")
+    note = {"reason": why, "from_snapshot": snapshot.snapshot_id}
+    episode = episodes.get_episode(keys, episode_id)  # NotFound when deleted since
+    if action == ARCHIVE:
+        changed = episodes.archive(keys, actor, [episode_id], note=note)
+        return Fix(changed[0] if changed else episode, action, why)
+    if episode.importance <= MIN_IMPORTANCE:
+        raise ValidationError("this memory already has the lowest importance; archive it instead", field="action")
+    edit = editing.edit_episode(keys, actor, episode_id, importance=episode.importance - 1, note=note)
+    return Fix(edit.episode, action, why)

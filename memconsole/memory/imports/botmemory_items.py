@@ -1,0 +1,86 @@
+"""Imported keyed facts and window messages (issue 20): the plan's `FactIn` / `MessageIn` records and
+how a file's record becomes one (the `memconsole` export's `facts` / `messages`, bot-memory's
+`facts` / `messages` tables). `writer` hands them to `facts.import_facts` / `window.import_messages`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from ..botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS
+from ..facts import MAX_VALUE_CHARS
+from ..scopes import ScopeKeys
+from ..validation import MAX_SENDER_CHARS
+from ..window import ROLES
+from . import fields
+from .report import ImportFileError
+
+
+@dataclass(slots=True)
+class FactIn:
+    keys: ScopeKeys
+    where: str
+    subject: str
+    key: str
+    value: str
+    updated_at: datetime | None
+
+
+@dataclass(slots=True)
+class MessageIn:
+    keys: ScopeKeys
+    where: str
+    role: str
+    content: str
+    created_at: datetime
+    sender_id: str = ""
+    sender_name: str = ""
+
+
+def fact_in(keys: ScopeKeys, where: str, subject: Any, key: Any, value: Any, updated_at: Any) -> FactIn:
+    return FactIn(
+        keys=keys,
+        where=where,
+        subject=fields.text(subject, where, "subject", MAX_SUBJECT_CHARS, required=True).strip(),
+        key=fields.text(key, where, "key", MAX_FACT_KEY_CHARS, required=True).strip(),
+        value=fields.text(value, where, "value", MAX_VALUE_CHARS, required=True).strip(),
+        updated_at=fields.time(updated_at, where, "updated_at"),
+    )
+
+
+def message_in(
+    keys: ScopeKeys,
+    where: str,
+    role: Any,
+    content: Any,
+    created_at: Any,
+    imported_at: datetime,
+    sender_id: Any = "",
+    sender_name: Any = "",
+) -> MessageIn:
+    role_text = fields.text(role, where, "role", 32, required=True).strip().lower()
+    if role_text not in ROLES:
+        raise fields.fail(where, "role", f"must be one of {', '.join(ROLES)}")
+    return MessageIn(
+        keys=keys,
+        where=where,
+        role=role_text,
+        content=fields.content(content, where),
+        created_at=fields.time(created_at, where, "created_at") or imported_at,
+        sender_id=fields.text(sender_id, where, "sender_id", MAX_SENDER_CHARS).strip(),
+        sender_name=fields.text(sender_name, where, "sender_name", MAX_SENDER_CHARS).strip(),
+    )
+
+
+def records(doc: dict[str, Any], name: str) -> list[Any]:
+    """A `memconsole` export's `facts` or `messages` list ([] when absent)."""
+    value = doc.get(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ImportFileError(f"'{name}' must be a list", field=name)
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise ImportFileError(f"{name}[{index}]: must be an object", field=name)
+    return value

@@ -1,0 +1,127 @@
+"""What each kind of background job does: the domain operation it calls, with the job's stored
+inputs and a `jobs.Progress` callback. One function per kind, chosen by `run(job, progress)`,
+which returns the report as JSON data (`Report.as_dict()`) with a one-line `summary`.
+
+Each one may be run again after its worker stopped mid-way (docs/operations.md, "Jobs"): an import
+is all or nothing (an interrupted write left nothing), and one interrupted after its write was
+committed finishes by indexing what was written (`reindex`); erasure (from its journal), the health
+check, reindex, key rotation and re-embedding are safe to repeat (each finds what is left to do).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import erasure, health, imports, jobs, reembed
+from .reindex import reindex
+from .rotation import rotate_keys
+
+Runner = Callable[[jobs.Job, jobs.Progress], dict[str, Any]]
+
+
+def _summarised(report: Any) -> dict[str, Any]:
+    data: dict[str, Any] = report.as_dict()
+    data.setdefault("summary", report.summary())
+    return data
+
+
+def run_import(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    params = job.params
+    if params.get("written"):  # interrupted after its transaction committed: finish the indexing
+        report = _summarised(reindex(check_only=False, progress=progress))
+        note = "the import's rows were written before its worker stopped; indexing them was finished by reindex"
+        return {"resumed_after_write": True, "reindex": report, "summary": f"{note}: {report['summary']}"}
+    name, data = jobs.input_of(job)
+    folder = tempfile.mkdtemp(prefix="memconsole-job-")
+    path = Path(folder) / "upload"
+    try:
+        path.write_bytes(data)
+        del data
+
+        def tracked(stage: str, done: int, total: int) -> None:
+            if stage == "indexing" and not job.params.get("written"):
+                jobs.note_written(job)
+            progress(stage, done, total)
+
+        result = imports.import_file(
+            path,
+            params["format"],
+            bot_uuid=params["bot_uuid"],
+            session_name=params.get("session_name") or None,
+            isolation=params["isolation"],
+            actor=jobs.actor_of(job),
+            dry_run=bool(params.get("dry_run")),
+            progress=tracked,
+            file_name=name,
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return _summarised(result)
+
+
+def run_erasure(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    """Run again after a kill, `erase_subject` finishes the first run from its journal."""
+    params = job.params
+    steps = [0]
+
+    def step(_line: str) -> None:  # one line per step of the vector part: counted, never stored
+        steps[0] += 1
+        progress("erasing", steps[0], None)
+
+    progress("erasing", 0, None)
+    report = erasure.erase_subject(
+        params["sender_id"],
+        bot_uuid=params.get("bot_uuid") or None,
+        actor=jobs.actor_of(job),
+        dry_run=False,
+        progress=step,
+    )
+    return _summarised(report)
+
+
+def run_health(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    progress("checking", 0, 1)
+    result = health.run_health_check(jobs.actor_of(job))
+    progress("checking", 1, 1)
+    return {**result, "summary": f"health {result['status']} ({len(result['checks'])} checks)"}
+
+
+def run_reindex(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    return _summarised(reindex(check_only=bool(job.params.get("check_only")), progress=progress))
+
+
+def run_rotation(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    return _summarised(rotate_keys(progress=progress, actor=jobs.actor_of(job)))
+
+
+def run_reembed(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    """Finish a model switch now (waiting for the lease if the serving process's thread holds it)."""
+    report = reembed.run(progress=progress, wait=True)
+    summary = (
+        f"re-embedding {report.status}: {report.reembedded} episodes re-embedded, "
+        f"{report.scopes_promoted} scopes switched to {report.model_id}"
+    )
+    return {**report.as_dict(), "summary": summary}
+
+
+RUNNERS: dict[str, Runner] = {
+    jobs.IMPORT: run_import,
+    jobs.ERASURE: run_erasure,
+    jobs.HEALTH: run_health,
+    jobs.REINDEX: run_reindex,
+    jobs.ROTATION: run_rotation,
+    jobs.REEMBED: run_reembed,
+}
+
+
+def run(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    """Do the job's work; raises what the domain operation raises."""
+    try:
+        runner = RUNNERS[job.kind]
+    except KeyError:
+        raise ValueError(f"no runner for jobs of kind {job.kind!r}") from None
+    return runner(job, progress)

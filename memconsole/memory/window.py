@@ -1,0 +1,182 @@
+"""The conversation window (issue 20, the bot-memory plan): a chat's last N messages.
+
+A message (`role`, `content`, time, optionally its sender) is appended to its chat's window (the
+`scope_key`: a window never spans chats, whatever the isolation) and the oldest beyond the bot's
+window size (`BotMemorySettings.window_size`, default 20: the plan's `max_context_messages`) drop
+out in the same transaction, as do messages older than MEMCONSOLE_WINDOW_RETENTION_DAYS (0 keeps
+them). Contents are sealed. Appending is not audited per message (it is a conversation log, like
+the snapshots); changing the window size is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from . import audit
+from .audit import Actor
+from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
+from .errors import ValidationError
+from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
+from .validation import MAX_SENDER_CHARS, max_content_chars, text, validate_datetime
+
+MAX_WINDOW_SIZE = 200
+ROLES = ("user", "assistant", "system", "tool")
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+    created_at: datetime
+    sender_id: str
+    sender_name: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "role": self.role,
+            "content": self.content,
+            "created_at": self.created_at.isoformat(),
+            "sender_id": self.sender_id,
+            "sender_name": self.sender_name,
+        }
+
+
+def _message(row: WindowMessage) -> Message:
+    return Message(row.role, row.text, row.created_at, row.sender_id, row.sender_name)
+
+
+def window_size(bot_uuid: str) -> int:
+    """How many messages a chat of this bot keeps (the bot's setting, else the default)."""
+    size = BotMemorySettings.objects.filter(bot_uuid=bot_uuid).values_list("window_size", flat=True).first()
+    return size if size is not None else DEFAULT_WINDOW_SIZE
+
+
+def validate_window_size(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_WINDOW_SIZE:
+        raise ValidationError(f"the window size must be a whole number from 1 to {MAX_WINDOW_SIZE}", field="limit")
+    return value
+
+
+def set_window_size(actor: Actor, bot_uuid: Any, size: Any) -> int:
+    """Set a bot's window size (audited); each chat's window is cut to it at its next message."""
+    bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True).strip()
+    actor.require_bot(bot_uuid)
+    new_size: int = validate_window_size(size)
+    with transaction.atomic():
+        before = window_size(bot_uuid)
+        BotMemorySettings.objects.update_or_create(
+            bot_uuid=bot_uuid, defaults={"window_size": new_size, "updated_at": timezone.now()}
+        )
+        audit.append(
+            "window_size",
+            actor,
+            target_type="bot",
+            target_id=bot_uuid,
+            summary=f"conversation window of {bot_uuid}: {before} → {new_size} messages",
+            before={"window_size": before},
+            after={"window_size": new_size},
+        )
+    return new_size
+
+
+def append_message(
+    keys: ScopeKeys,
+    actor: Actor,
+    role: Any,
+    content: Any,
+    *,
+    sender_id: Any = "",
+    sender_name: Any = "",
+    created_at: Any = None,
+) -> Message:
+    """Append one message to the chat's window and drop what falls out of it."""
+    actor.require_bot(keys)
+    role = text(role, "role", MAX_ROLE_CHARS, required=True).strip().lower()
+    if role not in ROLES:
+        raise ValidationError(f"role must be one of {', '.join(ROLES)}", field="role")
+    content = text(content, "content", max_content_chars(), required=True)
+    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS).strip()
+    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS).strip()
+    when = validate_datetime(created_at, "created_at") or timezone.now()
+    with transaction.atomic():
+        register_scope(keys)
+        row = WindowMessage(
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            bot_uuid=keys.bot_uuid,
+            role=role,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            created_at=when,
+        )
+        row.set_text(content)
+        row.save()
+        trim(keys.scope_key, window_size(keys.bot_uuid))
+    return _message(row)
+
+
+def trim(scope_key: str, size: int) -> int:
+    """Drop a chat's messages beyond the newest `size` and those past retention; how many went."""
+    in_chat = WindowMessage.objects.filter(scope_key=scope_key)
+    keep = list(in_chat.order_by("-created_at", "-id").values_list("pk", flat=True)[:size])
+    dropped, _ = in_chat.exclude(pk__in=keep).delete()
+    days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
+    if days:
+        gone, _ = in_chat.filter(created_at__lt=timezone.now() - timedelta(days=days)).delete()
+        dropped += gone
+    return dropped
+
+
+def recent_messages(keys: ScopeKeys, limit: Any = None) -> list[Message]:
+    """The chat's last `limit` messages (the whole window by default), oldest first as a prompt's
+    history reads."""
+    size = window_size(keys.bot_uuid)
+    limit = size if limit is None else validate_window_size(limit)
+    rows = list(
+        WindowMessage.objects.filter(scope_key=keys.scope_key).order_by("-created_at", "-id")[: min(limit, size)]
+    )
+    return [_message(row) for row in reversed(rows)]
+
+
+def chat_messages(scope_key: str, limit: int = MAX_WINDOW_SIZE) -> list[Message]:
+    """A chat's window as the console shows it (newest last)."""
+    rows = list(WindowMessage.objects.filter(scope_key=scope_key).order_by("-created_at", "-id")[:limit])
+    return [_message(row) for row in reversed(rows)]
+
+
+def export_records(scope_key: str) -> list[dict[str, Any]]:
+    """A chat's window as the scope export writes it (oldest first)."""
+    return [message.as_dict() for message in chat_messages(scope_key)]
+
+
+def import_messages(items: list[Any]) -> int:
+    """Write imported messages (`imports.plan.MessageIn`) inside the import's transaction, skipping
+    one already in its chat (same role, sender and time), then cut each chat to its bot's window."""
+    written = 0
+    chats: dict[str, str] = {}
+    for item in items:
+        chat = WindowMessage.objects.filter(scope_key=item.keys.scope_key)
+        if chat.filter(role=item.role, sender_id=item.sender_id, created_at=item.created_at).exists():
+            continue
+        row = WindowMessage(
+            scope_key=item.keys.scope_key,
+            user_key=item.keys.user_key,
+            bot_uuid=item.keys.bot_uuid,
+            role=item.role,
+            sender_id=item.sender_id,
+            sender_name=item.sender_name,
+            created_at=item.created_at,
+        )
+        row.set_text(item.content)
+        row.save()
+        chats[item.keys.scope_key] = item.keys.bot_uuid
+        written += 1
+    for scope_key, bot_uuid in chats.items():
+        trim(scope_key, window_size(bot_uuid))
+    return written

@@ -1,0 +1,122 @@
+"""Explaining an answer from its snapshot (issue 18): replay it against today's memory (read-only,
+with the reason for every change), and fix a memory it used, the reason kept in the audit log."""
+
+from __future__ import annotations
+
+import pytest
+from pytest_django.asserts import assertContains, assertNotContains
+
+from memconsole.memory import editing, episodes, injection, replay
+from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot
+from memconsole.memory.usage_models import EpisodeUse
+
+from .conftest import htmx
+
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shipped_floor")]  # what a real bot sees
+
+QUESTION = "When is my trip to Beijing?"
+
+
+@pytest.fixture
+def made(scope, keys, system):
+    return injection.record_injection(keys, system, QUESTION, sender_id="u1", sender_name="Alice")
+
+
+def trip(keys) -> Episode:
+    return next(e for e in Episode.objects.filter(user_key=keys.user_key) if "Beijing" in e.content)
+
+
+def changes(result) -> dict[str, tuple[str, str]]:
+    return {row.content: (row.change, row.reason) for row in result.rows}
+
+
+def test_a_replay_right_away_changes_nothing_and_records_nothing(made, keys, system):
+    assert made.context["episodes"][0]["content"].startswith("I am planning a trip to Beijing")
+    snapshots, uses, entries = InjectionSnapshot.objects.count(), EpisodeUse.objects.count(), AuditEntry.objects.count()
+    result = replay.replay(keys, system, made.snapshot)
+    assert result.unchanged and result.rows
+    assert (InjectionSnapshot.objects.count(), EpisodeUse.objects.count(), AuditEntry.objects.count()) == (
+        snapshots,
+        uses,
+        entries,
+    )
+
+
+def test_a_replay_says_what_changed_since_and_why(made, keys, system):
+    episodes.archive(keys, system, [trip(keys).episode_id])
+    newer = episodes.remember(keys, system, "My trip to Beijing is on the 14th of March", sender_id="u1").episode
+    result = changes(replay.replay(keys, system, made.snapshot))
+    assert result["I am planning a trip to Beijing next month"] == ("dropped", "archived")
+    assert result[newer.content] == ("added", "new")
+
+
+def test_an_edited_memory_is_named_as_edited(made, keys, system):
+    editing.edit_episode(keys, system, trip(keys).episode_id, content="I am planning a business trip to Chengdu")
+    result = changes(replay.replay(keys, system, made.snapshot))
+    assert result == {"I am planning a business trip to Chengdu": ("same", "edited")}  # kept, but not as it was
+
+
+def test_the_replay_page_shows_the_changes(viewer_client, url, scope, made, keys, system):
+    episodes.archive(keys, system, [trip(keys).episode_id])
+    detail = viewer_client.get(url("injection_detail", scope.pk, made.snapshot.snapshot_id))
+    assertContains(detail, url("snapshot_replay", scope.pk, made.snapshot.snapshot_id))
+    assertNotContains(detail, "Fix a memory this answer used")  # a viewer cannot change memory
+    page = viewer_client.get(url("snapshot_replay", scope.pk, made.snapshot.snapshot_id))
+    assertContains(page, "Replayed against today’s memory")
+    assertContains(page, "archived since")
+    fragment = viewer_client.get(url("snapshot_replay", scope.pk, made.snapshot.snapshot_id), **htmx())
+    assertNotContains(fragment, "<html")
+
+
+def test_fixing_a_memory_from_the_answer_archives_it_with_the_reason(operator_client, url, scope, made, keys):
+    detail = operator_client.get(url("injection_detail", scope.pk, made.snapshot.snapshot_id))
+    assertContains(detail, "Fix a memory this answer used")
+    target = trip(keys)
+    response = operator_client.post(
+        url("snapshot_fix", scope.pk, made.snapshot.snapshot_id),
+        {"episode_id": target.episode_id, "action": "archive", "reason": "the trip was cancelled"},
+    )
+    assert response.status_code == 302
+    target.refresh_from_db()
+    assert target.status == "archived"
+    entry = AuditEntry.objects.filter(operation="archive", target_id=target.episode_id).latest("seq")
+    assert entry.payload["metadata"] == {
+        "reason": "the trip was cancelled",
+        "from_snapshot": made.snapshot.snapshot_id,
+    }
+
+
+def test_lowering_importance_from_the_answer_is_an_audited_edit(operator_client, url, scope, made, keys):
+    target = trip(keys)
+    before = target.importance
+    operator_client.post(
+        url("snapshot_fix", scope.pk, made.snapshot.snapshot_id),
+        {"episode_id": target.episode_id, "action": "lower_importance", "reason": "only a rumour"},
+    )
+    target.refresh_from_db()
+    assert target.importance == before - 1
+    entry = AuditEntry.objects.filter(operation="episode_edit", target_id=target.episode_id).latest("seq")
+    assert entry.payload["metadata"]["reason"] == "only a rumour"
+    assert entry.payload["before"] == {"importance": before}
+
+
+def test_a_fix_needs_a_reason_an_injected_memory_and_the_right_role(
+    operator_client, viewer_client, granted_client, url, scope, made, keys
+):
+    target = trip(keys)
+    fix_url = url("snapshot_fix", scope.pk, made.snapshot.snapshot_id)
+    no_reason = operator_client.post(fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": " "})
+    assert no_reason.status_code == 400
+    not_used = next(e for e in Episode.objects.filter(user_key=keys.user_key) if "dumplings" in e.content)
+    refused = operator_client.post(fix_url, {"episode_id": not_used.episode_id, "action": "archive", "reason": "x"})
+    assertContains(refused, "that memory was not injected by this snapshot", status_code=400)
+    assert (
+        viewer_client.post(fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": "x"}).status_code
+        == 403
+    )
+    assert (
+        granted_client.post(fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": "x"}).status_code
+        == 404
+    )
+    target.refresh_from_db()
+    assert target.status == "active"

@@ -1,0 +1,185 @@
+"""The LangBot plugin (integrations/langbot) as LangBot runs it, against a live memconsole server.
+
+The plugin is loaded and driven through the langbot-plugin SDK's own runtime classes and protocol
+(tests/integrations/langbot_host.py); memory goes over HTTP to the server. The test plays what a
+LangBot bot does in a group chat: the model calls the tools, LangBot emits PromptPreProcessing
+before each answer, and a user types `!memory` commands.
+"""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+
+from memconsole.memory import tokens
+from memconsole.memory.audit import Actor
+from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot
+from memconsole.memory.scopes import derive_scope
+
+from .langbot_host import Host
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GROUP = "group_1001"
+
+
+@pytest.fixture
+def config(live_server):
+    secret = tokens.create_token("langbot", ["lb-bot"], Actor.system("tests"))[1]
+    return {
+        "memconsole_url": live_server.url,
+        "memconsole_token": secret,
+        "isolation": "session",
+        "auto_recall_top_k": 3,
+    }
+
+
+@pytest.fixture
+def host(tmp_path):
+    return Host("lb-bot", tmp_path)
+
+
+def run(host, config, play):
+    async def main():
+        async with host.running(config) as running:
+            return await play(running)
+
+    return anyio.run(main)
+
+
+def test_tools_write_memconsole_and_every_prompt_gets_this_speakers_memory(host, config):
+    async def play(lb):
+        q = lb.new_query("I'm moving to Lisbon in May", sender_id="u1", sender_name="Alice")
+        remembered = await lb.call_tool(
+            "remember", {"content": "Alice is moving to Lisbon in May", "tags": ["move"], "importance": 4}, q, GROUP
+        )
+        q = lb.new_query("call me Ali", sender_id="u1", sender_name="Alice")
+        profiled = await lb.call_tool("update_profile", {"field": "name", "action": "set", "value": "Ali"}, q, GROUP)
+        traits = await lb.call_tool(
+            "update_profile", {"field": "traits", "action": "add", "value": "vegetarian"}, q, GROUP
+        )
+        q = lb.new_query("Where am I moving to?", sender_id="u1", sender_name="Alice")
+        event = await lb.prompt_preprocessing(q, GROUP)
+        return remembered, profiled, traits, event, lb.queries[q]
+
+    remembered, profiled, traits, event, query_vars = run(host, config, play)
+    assert remembered == "Remembered: Alice is moving to Lisbon in May"
+    assert profiled == "Profile updated: name = Ali"
+    assert traits == "Profile updated: traits = vegetarian"
+
+    keys = derive_scope("lb-bot", GROUP, "session")
+    episode = Episode.objects.get(user_key=keys.user_key)
+    assert (episode.content, episode.sender_id, episode.sender_name, episode.importance) == (
+        "Alice is moving to Lisbon in May",
+        "u1",
+        "Alice",
+        4,
+    )
+    assert episode.query_id  # traced to the LangBot query that wrote it
+
+    # The profile went into the system prompt, the memory into the conversation, as LangBot's plugin does.
+    system = [m["content"] for m in event["default_prompt"]]
+    assert system[0] == "You are a helpful bot."
+    assert "vegetarian" in system[1] and "Ali" in system[1]
+    conversation = [m["content"] for m in event["prompt"]]
+    assert any("Alice is moving to Lisbon in May" in text for text in conversation), (
+        conversation,
+        query_vars["_ltm_context"],
+    )
+    # The same _ltm_context other LangBot plugins read.
+    context = query_vars["_ltm_context"]
+    assert context["speaker"] == {"id": "u1", "name": "Alice"}
+    assert context["speaker_profile"]["name"] == "Ali"
+    assert [e["content"] for e in context["episodes"]] == ["Alice is moving to Lisbon in May"]
+    assert set(context) == {"speaker", "session_profile", "speaker_profile", "episodes"}
+    # memconsole recorded the injection, so the console shows what the bot knew for that answer.
+    snapshot = InjectionSnapshot.objects.get(user_key=keys.user_key)
+    assert snapshot.speaker_id == "u1" and snapshot.episode_count == 1
+
+
+def test_memory_stays_in_its_chat_and_follows_langbots_isolation(host, config):
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("remember", {"content": "Alice keeps the release notes"}, q, GROUP)
+        other = lb.new_query("Who keeps the release notes?", sender_id="u9", sender_name="Zed")
+        elsewhere = await lb.prompt_preprocessing(other, "group_2002")
+        found = await lb.call_tool("recall_memory", {"query": "release notes"}, other, "group_2002")
+        return elsewhere, found, lb.queries[other]["_ltm_context"]
+
+    elsewhere, found, context = run(host, config, play)
+    assert not any("Alice keeps the release notes" in m["content"] for m in elsewhere["prompt"])
+    assert found == "No matching memories."
+    assert context["episodes"] == []
+    assert Episode.objects.get().user_key == derive_scope("lb-bot", GROUP, "session").user_key
+
+    shared = {**config, "isolation": "bot"}
+
+    async def play_shared(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("remember", {"content": "Alice owns the deploy checklist"}, q, GROUP)
+        other = lb.new_query("Who owns the deploy checklist?", sender_id="u9")
+        return await lb.call_tool("recall_memory", {"query": "deploy checklist owner"}, other, "person_u9")
+
+    found = run(host, shared, play_shared)
+    assert "Alice owns the deploy checklist" in found  # bot isolation: every chat of the bot shares one memory
+    assert Episode.objects.filter(user_key="bot:lb-bot").count() == 1
+
+
+def test_the_memory_command_lists_searches_forgets_and_exports(host, config):
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        for content in ("Alice likes green tea", "Alice's sister is called Mia"):
+            await lb.call_tool("remember", {"content": content}, q, GROUP)
+        overview = await lb.command("!memory", q, GROUP)
+        listed = await lb.command("!memory list 5", q, GROUP)
+        searched = await lb.command("!memory search what does Alice drink", q, GROUP)
+        return overview, listed, searched
+
+    overview, listed, searched = run(host, config, play)
+    assert "Session: group_1001" in overview[0] and "Current speaker: Alice (u1)" in overview[0]
+    assert listed[0].splitlines()[1].endswith("Alice: Alice's sister is called Mia")  # newest first
+    assert "Alice likes green tea" in searched[0].splitlines()[1]
+
+    target = next(e.episode_id for e in Episode.objects.all() if "green tea" in e.content)
+
+    async def play_more(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        forgot = await lb.command(f"!memory forget {target}", q, GROUP)
+        again = await lb.command(f"!memory forget {target}", q, GROUP)
+        exported = await lb.command("!memory export", q, GROUP)
+        bad = await lb.command("!memory list 0", q, GROUP)
+        return forgot, again, exported, bad
+
+    forgot, again, exported, bad = run(host, config, play_more)
+    assert forgot == [f"[Memory] forgot {target}."]
+    assert again == [f"[Memory] no memory {target} in this chat."]
+    document = json.loads(exported[0])
+    assert [e["content"] for e in document["episodes"]["episodes"]] == ["Alice's sister is called Mia"]
+    assert bad[0].startswith("Usage: !memory list [n]")
+    operations = set(AuditEntry.objects.values_list("operation", flat=True))
+    assert {"remember", "delete", "export"} <= operations
+
+
+def test_a_misconfigured_or_unreachable_memconsole_never_breaks_the_answer(host, config):
+    async def play(lb, broken):
+        q = lb.new_query("Where do I live?", sender_id="u1", sender_name="Alice")
+        event = await lb.prompt_preprocessing(q, GROUP)
+        said = await lb.call_tool("remember", {"content": "Alice lives in Oslo"}, q, GROUP)
+        return event, said, broken
+
+    no_token = {**config, "memconsole_token": ""}
+    event, said, _ = run(host, no_token, lambda lb: play(lb, "token"))
+    assert [m["content"] for m in event["default_prompt"]] == ["You are a helpful bot."]
+    assert said.startswith("Error: the memory plugin is not configured: memconsole_token is not set")
+
+    down = {**config, "memconsole_url": "http://127.0.0.1:9"}
+    event, said, _ = run(host, down, lambda lb: play(lb, "url"))
+    assert [m["content"] for m in event["default_prompt"]] == ["You are a helpful bot."]
+    assert said == "Error: memconsole cannot be reached; the memory is unavailable for now."
+
+    wrong = {**config, "memconsole_token": "mct_00000000_nottherightsecret"}
+    _, said, _ = run(host, wrong, lambda lb: play(lb, "secret"))
+    assert said.startswith("Error: memconsole refused the request (unauthorized)")
+    assert not Episode.objects.exists()
