@@ -22,10 +22,13 @@ expect = playwright_expect()
 
 
 @pytest.fixture(autouse=True)
-def jobs_done_on_the_next_request(one_request_at_a_time):
-    """Imports and erasure are background jobs: here they run before the next request is served."""
+def jobs_done_on_the_next_request(one_request_at_a_time, console):
+    """Imports and erasure are background jobs: here they run before the next request is served.
+    Afterwards the tab leaves the job page, whose polling would otherwise keep requesting (and
+    holding the in-memory database) while the test's database is flushed."""
     with jobs_run_before_each_request(one_request_at_a_time):
         yield
+        console.page.goto("about:blank")
 
 
 def langbot_file(folder: Path) -> Path:
