@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from memconsole.memory import episodes, injection, profiles
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
 from tests.conftest import PASSWORD
+from tests.jobs.work import run_queued_jobs
 
 CHROMIUM = Path(os.environ.get("MEMCONSOLE_CHROMIUM", "/usr/bin/chromium"))
 CHROMIUM_ARGS = [
@@ -38,6 +40,9 @@ SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
 TIMEOUT_MS = 15_000
+# Held while the live server serves a request on SQLite (one_request_at_a_time); reentrant, so a
+# wrapper that runs queued jobs first (tests/jobs/work.py) serves under the same lock.
+SERVING = threading.RLock()
 
 XSS = "<img src=x onerror=window.__xss=1><script>window.__xss=2</script>"
 EPISODE_COUNT = 23  # with 10 per page: three pages
@@ -146,19 +151,20 @@ class Console:
 
 @pytest.fixture(scope="session")
 def one_request_at_a_time(live_server: Any) -> Any:
-    """On SQLite the test database lives in memory with a shared cache, and each request thread of
-    the live server opens its own connection to it; the shared cache answers two requests at once
-    (an htmx page firing two refreshes) with "database table is locked", which no busy timeout
-    retries. There, requests are served one at a time; concurrency is tested against real servers
-    (file SQLite, PostgreSQL) in tests/reliability."""
+    """On SQLite the test database lives in memory, and pytest-django hands the test's own
+    connection to the live server's request threads: one connection object, whose transaction
+    state (autocommit, the atomic block) two threads at once would corrupt for the rest of the
+    run. There, requests are served one at a time under SERVING, and a console's teardown waits on
+    it (after closing its tabs) so that no request is still running when the test's database is
+    flushed. Concurrency is tested against real servers (file SQLite, PostgreSQL) in tests/reliability."""
 
     # Not is_in_memory_db(): this session fixture may be set up before the test database is.
     if connection.vendor == "sqlite":
         server = live_server.thread.httpd
-        app, lock = server.get_app(), threading.Lock()
+        app = server.get_app()
 
         def serialised(environ: dict, start_response: Any) -> list[bytes]:
-            with lock:
+            with SERVING:
                 result = app(environ, start_response)
                 try:
                     return list(result)
@@ -168,6 +174,27 @@ def one_request_at_a_time(live_server: Any) -> Any:
 
         server.set_app(serialised)
     return live_server
+
+
+@contextmanager
+def jobs_run_before_each_request(live_server: Any) -> Iterator[None]:
+    """On the live server (in-memory SQLite, requests served one at a time): every request first
+    runs the queued jobs with the worker's runner, under SERVING with the request, so a job started
+    by one request is done when the job page is next asked for."""
+    server = live_server.thread.httpd
+    app = server.get_app()
+
+    def serve(environ: dict[str, Any], start_response: Any) -> Any:
+        with SERVING:
+            run_queued_jobs()
+            return app(environ, start_response)
+
+    server.set_app(serve)
+    try:
+        yield
+    finally:
+        with SERVING:
+            server.set_app(app)
 
 
 @pytest.fixture
@@ -192,6 +219,8 @@ def new_console(browser: Any, one_request_at_a_time: Any) -> Iterator[Any]:
     yield open_console
     for context in contexts:
         context.close()
+    with SERVING:  # a request the closed tabs left running finishes before the database is flushed
+        pass
 
 
 @pytest.fixture

@@ -12,9 +12,8 @@ import pytest
 from memconsole.memory import episodes
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
-from tests.jobs.work import jobs_run_before_each_request
 
-from .conftest import Console, Seeded, accept_dialogs, playwright_expect
+from .conftest import Console, Seeded, accept_dialogs, jobs_run_before_each_request, playwright_expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -22,13 +21,10 @@ expect = playwright_expect()
 
 
 @pytest.fixture(autouse=True)
-def jobs_done_on_the_next_request(one_request_at_a_time, console):
-    """Imports and erasure are background jobs: here they run before the next request is served.
-    Afterwards the tab leaves the job page, whose polling would otherwise keep requesting (and
-    holding the in-memory database) while the test's database is flushed."""
+def jobs_done_on_the_next_request(one_request_at_a_time):
+    """Imports and erasure are background jobs: here they run before the next request is served."""
     with jobs_run_before_each_request(one_request_at_a_time):
         yield
-        console.page.goto("about:blank")
 
 
 def langbot_file(folder: Path) -> Path:

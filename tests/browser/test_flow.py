@@ -11,9 +11,8 @@ import pytest
 from django.utils import translation
 
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
-from tests.jobs.work import jobs_run_before_each_request
 
-from .conftest import XSS, Console, Seeded, playwright_expect
+from .conftest import XSS, Console, Seeded, jobs_run_before_each_request, playwright_expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -5,9 +5,6 @@ tests that check what a job did; `real_worker` runs django-tasks' database worke
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from django.test import Client
@@ -43,23 +40,3 @@ def follow_job(client: Client, response: Any, **headers: Any) -> Any:
 def real_worker() -> None:
     """django-tasks-db's worker loop over the queue until it is empty (needs transactional_db)."""
     make_worker(batch=True, interval=0).run()
-
-
-@contextmanager
-def jobs_run_before_each_request(live_server: Any) -> Iterator[None]:
-    """For browser tests on pytest-django's live server (in-memory SQLite, requests served one at a
-    time): every request first runs the queued jobs with the worker's runner, under one lock with
-    the request, so a job started by one request is done when the job page is next asked for."""
-    server = live_server.thread.httpd
-    app, lock = server.get_app(), threading.Lock()
-
-    def serve(environ: dict[str, Any], start_response: Any) -> Any:
-        with lock:
-            run_queued_jobs()
-            return app(environ, start_response)
-
-    server.set_app(serve)
-    try:
-        yield
-    finally:
-        server.set_app(app)
