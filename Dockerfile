@@ -8,7 +8,7 @@
 # environment when the container runs (the image refuses to start without SECRET_KEY).
 
 # --- builder: the virtualenv, static files and the embedding model ------------------------------
-FROM python:3.11-slim-bookworm AS builder
+FROM python:3.11-slim-bookworm@sha256:528257d48c1da0dcecc2e725d1ae34498d60c965f1241e39cd6a85a8859bdf84 AS builder
 
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
@@ -53,7 +53,7 @@ RUN mkdir -p /opt/models \
     fi
 
 # --- runtime: slim Python, the venv, the code, a non-root user ----------------------------------
-FROM python:3.11-slim-bookworm AS runtime
+FROM python:3.11-slim-bookworm@sha256:528257d48c1da0dcecc2e725d1ae34498d60c965f1241e39cd6a85a8859bdf84 AS runtime
 
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \

@@ -149,6 +149,19 @@ class Console:
         return path
 
 
+@pytest.fixture(autouse=True)
+def connection_left_sane(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a live-server test (its consoles closed, before the database is flushed): the shared
+    connection is back in autocommit outside any transaction. A request that overlapped the test's
+    own database work would leave it otherwise, and every later test would fail far from the cause."""
+    yield
+    if "live_server" in request.fixturenames and connection.vendor == "sqlite":
+        assert connection.get_autocommit() and not connection.in_atomic_block, (
+            "a live-server request overlapped this test's database work: the shared connection's "
+            "transaction state is corrupted"
+        )
+
+
 @pytest.fixture(scope="session")
 def one_request_at_a_time(live_server: Any) -> Any:
     """On SQLite the test database lives in memory, and pytest-django hands the test's own

@@ -30,6 +30,7 @@ from .container_files import (
 from .test_operations_docs import configuration_names
 
 BUILD_ONLY_MARKER = "build-only"
+PINNED_DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 
 
 def _requirement(name: str) -> str:
@@ -66,6 +67,7 @@ def test_it_pins_every_base_image(dockerfile):
             continue
         tag = image_tag(stage.base)
         assert tag and tag != "latest", f"FROM {stage.base} is not pinned to a version"
+        assert PINNED_DIGEST.search(stage.base), f"FROM {stage.base} is not pinned by digest (a tag can move)"
 
 
 def test_it_runs_as_a_non_root_user(dockerfile):
@@ -171,6 +173,8 @@ def test_it_composes_memconsole_postgres_and_a_chroma_server_from_pinned_images(
     for name, service in services.items():
         tag = image_tag(service.get("image", ""))
         assert tag and tag != "latest", f"service {name} has no pinned image"
+        if not service["image"].startswith("memconsole:"):  # pulled, not built here: a digest cannot move like a tag
+            assert PINNED_DIGEST.search(service["image"]), f"service {name}'s image is not pinned by digest"
     assert services["memconsole"].get("build") in (".", {"context": "."})
     # Chroma's server and client speak one API version: the server image follows requirements.txt.
     assert image_tag(services["chroma"]["image"]) == _requirement("chromadb")
