@@ -26,6 +26,7 @@ HEADLINE = {
     "episode_list.operations": (["page1_median_ms", "deep_median_ms"], ["page1_median_ms", "deep_median_ms"]),
     "export": (["episodes_per_s", "peak_rss_mb", "peak_rss_growth_vs_baseline_mb"], ["episodes_per_s", "peak_rss_mb"]),
     "ingest": (["per_s", "median_ms"], ["per_s"]),
+    "batch_remember": (["episodes_per_s", "median_ms"], ["episodes_per_s"]),
     "reindex": (["episodes_per_s", "check_episodes_per_s"], ["episodes_per_s"]),
     "api": (["per_s", "p50_ms", "p95_ms", "p99_ms", "errors"], ["per_s", "p50_ms"]),
 }

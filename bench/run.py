@@ -7,10 +7,11 @@
 
 `--episodes N` (default 100,000) sets the scale: the episode list and the export use N episodes,
 search a tenth, reindex, the API load test and the retrieval-quality group chat's filler a twentieth
-(`--size recall_quality=30000` is the issue's latency size), batched ingest a fiftieth; embedding
-throughput always uses 2,000 texts. Each benchmark prints its table; the records go to
-bench/results/latest.json (started afresh by every run), the machine and load to
-bench/results/run.json, and a summary is printed at the end.
+(`--size recall_quality=30000` is the issue's latency size), batched ingest a fiftieth, the
+many-spaces store a fifth (100 vectors a space; `--size spaces=1000000` is issue 22's 10,000
+spaces); embedding throughput always uses 2,000 texts, batch remember 8 batches of 256. Each
+benchmark prints its table; the records go to bench/results/latest.json (started afresh by every
+run), the machine and load to bench/results/run.json, and a summary is printed at the end.
 """
 
 from __future__ import annotations
@@ -37,10 +38,12 @@ BENCHMARKS = [
     "episode_list",
     "export",
     "ingest",
+    "batch_remember",
     "reindex",
     "api_load",
     "recall_quality",
     "inject_usage",
+    "spaces",
 ]
 
 
@@ -51,10 +54,13 @@ def commands(n: int) -> dict[str, list[str]]:
         "episode_list": ["--episodes", str(n)],
         "export": ["--episodes", str(n)],
         "ingest": ["--episodes", str(max(500, n // 50)), "--remember", "300"],
+        "batch_remember": ["--episodes", "2048", "--batches", "8"],  # batches of 256, whatever the scale
         "reindex": ["--episodes", str(max(500, n // 20))],
         "api_load": ["--episodes", str(max(1000, n // 20)), "--backend", "all"],
         "recall_quality": ["--episodes", str(max(2000, n // 20))],
         "inject_usage": ["--episodes", str(max(2000, n // 50)), "--queries", "200"],
+        # 100 vectors a space: 200 spaces at the default scale; `--size spaces=1000000` is issue 22's 10,000.
+        "spaces": ["--episodes", str(max(2000, n // 5)), "--backend", "all"],
     }
 
 

@@ -314,7 +314,7 @@ def envfraction(name: str, default: float) -> float:
 
 # Recall's relevance floor (memory/retrieval.py): an episode whose fused relevance (0.7 × vector
 # similarity + 0.3 × lexical score) is below it is neither recalled nor injected. 0 turns it off.
-MEMCONSOLE_RECALL_MIN_SIMILARITY = envfraction("MEMCONSOLE_RECALL_MIN_SIMILARITY", 0.35)
+MEMCONSOLE_RECALL_MIN_SIMILARITY = envfraction("MEMCONSOLE_RECALL_MIN_SIMILARITY", 0.30)
 # The lexical index's hashing key (memory/lexical.py); derived from SECRET_KEY when unset.
 MEMCONSOLE_LEXICAL_KEY = env("MEMCONSOLE_LEXICAL_KEY") or ""
 MEMCONSOLE_SNAPSHOT_RETENTION_DAYS = envint("MEMCONSOLE_SNAPSHOT_RETENTION_DAYS", 90, minimum=0)
@@ -327,6 +327,8 @@ MEMCONSOLE_IMPORT_MAX_BYTES = envint("MEMCONSOLE_IMPORT_MAX_BYTES", 64 * 1024 * 
 # Bot API
 MEMCONSOLE_API_MAX_BODY_BYTES = envint("MEMCONSOLE_API_MAX_BODY_BYTES", 256 * 1024, minimum=1024)
 MEMCONSOLE_API_RATE_PER_MINUTE = envint("MEMCONSOLE_API_RATE_PER_MINUTE", 600, minimum=1)
+# POST /api/v1/remember with a list: at most this many episodes in one request (memory/batch_remember.py).
+MEMCONSOLE_REMEMBER_BATCH_MAX = envint("MEMCONSOLE_REMEMBER_BATCH_MAX", 256, minimum=1)
 DATA_UPLOAD_MAX_MEMORY_SIZE = envint("MEMCONSOLE_UPLOAD_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 
 # Metrics (/metrics, docs/operations.md "Monitoring"): a bearer token and/or client networks; neither: 404.

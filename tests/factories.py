@@ -3,7 +3,8 @@
 `plain_episodes` writes rows straight to the table without vectors (listing, paging, exports and
 key rotation never read the index, and embedding costs time); `profile` goes through the domain
 (validated, versioned, audited); `stored_profile` writes a profile row and its first version
-directly, for seeds of thousands of rows. Tests that exercise `episodes.remember` call it themselves.
+directly, for seeds of thousands of rows; `snapshots` writes sealed injection snapshots directly.
+Tests that exercise `episodes.remember` call it themselves.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from django.utils import timezone
 
 from memconsole.memory import counters, profiles
 from memconsole.memory.audit import Actor
-from memconsole.memory.models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, Profile, ProfileVersion, ScopeOwner
+from memconsole.memory.models import (
+    PROFILE_SESSION,
+    PROFILE_SPEAKER,
+    Episode,
+    InjectionSnapshot,
+    Profile,
+    ProfileVersion,
+    ScopeOwner,
+)
 from memconsole.memory.scopes import ScopeKeys
 
 SYSTEM = Actor.system("tests")
@@ -62,6 +71,25 @@ def plain_episodes(
         rows.append(episode)
     Episode.objects.bulk_create(rows, batch_size=500)
     counters.recount(keys.user_key)
+    return rows
+
+
+def snapshots(keys: ScopeKeys, count: int) -> list[InjectionSnapshot]:
+    """`count` injection snapshots of `keys`' chat numbered n = 0, 1, ..., written directly (not
+    audited): snapshot n has the id n in 32 hex digits (a real id's form), the query "query n" and
+    no episodes."""
+    rows = []
+    for n in range(count):
+        snapshot = InjectionSnapshot(
+            snapshot_id=f"{n:032x}",
+            session_name=keys.session_name,
+            scope_key=keys.scope_key,
+            user_key=keys.user_key,
+            isolation=keys.isolation,
+        )
+        snapshot.set_payload({"query": f"query {n}", "episodes": []})
+        snapshot.save()
+        rows.append(snapshot)
     return rows
 
 

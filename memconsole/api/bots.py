@@ -20,8 +20,9 @@ from memconsole.memory.errors import ValidationError
 from memconsole.memory.scopes import ScopeKeys
 
 from .auth import actor_for, scope_for
+from .fields import DateTime, IsolationName, Text
 from .parser import JsonBody, StrictQuery
-from .schemas import DateTime, IsolationName, Request, ScopedRequest, Text, Timestamp
+from .schemas import Request, ScopedRequest, Timestamp
 
 router = Router()
 

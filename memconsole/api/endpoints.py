@@ -10,11 +10,11 @@ from ninja.responses import Status
 
 from memconsole.memory import episodes, injection, profiles, retrieval
 from memconsole.memory.models import PROFILE_SESSION
-from memconsole.memory.models import Profile as ProfileRow
 
 from .auth import actor_for, scope_for
 from .bots import forget_answer
-from .parser import JsonBody, StrictQuery
+from .parser import JsonBody, JsonBodyEither, StrictQuery
+from .remember import RememberBatchRequest, RememberBatchResponse, RememberBody, remember_answer, remember_batch
 from .schemas import (
     ForgetRequest,
     ForgetResponse,
@@ -26,31 +26,25 @@ from .schemas import (
     ProfileUpdateResponse,
     RecallRequest,
     RecallResponse,
-    RememberRequest,
     RememberResponse,
 )
 
 router = Router()
 
 
-@router.post("remember", response={201: RememberResponse}, summary="Store one episode")
-def remember(request: HttpRequest, payload: Annotated[RememberRequest, JsonBody(...)]) -> Status[dict[str, Any]]:
+@router.post(
+    "remember",
+    response={201: RememberResponse | RememberBatchResponse},
+    summary="Store one episode, or a batch of episodes of one scope (all or nothing)",
+)
+def remember(request: HttpRequest, payload: Annotated[RememberBody, JsonBodyEither(...)]) -> Status[dict[str, Any]]:
+    if isinstance(payload, RememberBatchRequest):
+        return Status(201, remember_batch(request, payload))
     keys = scope_for(request, *payload.scope())
     result = episodes.remember(
         keys, actor_for(request), payload.content, **payload.operation_fields(exclude={"content"})
     )
-    episode = result.episode
-    return Status(
-        201,
-        {
-            "episode_id": episode.episode_id,
-            "status": episode.status,
-            "superseded": result.superseded,
-            "indexed": result.indexed,
-            "importance": episode.importance,
-            "adjusted": result.adjusted,
-        },
-    )
+    return Status(201, remember_answer(result))
 
 
 @router.post("recall", response=RecallResponse, summary="Semantic search within the scope")
@@ -59,20 +53,6 @@ def recall(request: HttpRequest, payload: Annotated[RecallRequest, JsonBody(...)
     fields = payload.operation_fields(exclude={"query"})
     hits = retrieval.recall(keys, payload.query, actor=actor_for(request), **fields)
     return {"episodes": [hit.as_dict() for hit in hits]}
-
-
-def profile_answer(profile_type: str, sender_id: str, data: dict[str, Any], row: ProfileRow | None) -> dict[str, Any]:
-    """The answer that reads a profile (the API's and the MCP tools')."""
-    return {
-        "type": profile_type,
-        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
-        "name": data.get("name", ""),
-        "traits": data.get("traits", []),
-        "preferences": data.get("preferences", []),
-        "notes": data.get("notes", ""),
-        "version": row.version if row else 0,
-        "updated_at": row.updated_at.isoformat() if row else None,
-    }
 
 
 @router.get(
@@ -85,17 +65,7 @@ def get_profile(request: HttpRequest, params: Annotated[ProfileQuery, StrictQuer
     keys = scope_for(request, *params.scope())
     profile_type, sender_id = params.type or PROFILE_SESSION, params.sender_id or ""
     data, row = profiles.get_profile(keys, profile_type, sender_id)
-    return profile_answer(profile_type, sender_id, data, row)
-
-
-def profile_change_answer(profile_type: str, sender_id: str, change: profiles.ProfileChange) -> dict[str, Any]:
-    """The answer to a profile update: the profile after it, what a full profile evicted, what was cut."""
-    row = change.profile
-    return {
-        **profile_answer(profile_type, sender_id, row.payload, row),
-        "evicted": {"traits": change.evicted.get("traits", []), "preferences": change.evicted.get("preferences", [])},
-        "adjusted": change.adjusted,
-    }
+    return profiles.profile_answer(profile_type, sender_id, data, row)
 
 
 @router.post(
@@ -110,7 +80,7 @@ def update_profile(request: HttpRequest, payload: Annotated[ProfileUpdateRequest
     changes = payload.changes.model_dump(exclude_none=True) if payload.changes else {}
     fields = payload.operation_fields(exclude={"type", "sender_id", "changes"})
     change = profiles.change_profile(keys, actor_for(request), profile_type, sender_id, **changes, **fields)
-    return profile_change_answer(profile_type, sender_id, change)
+    return profiles.profile_change_answer(profile_type, sender_id, change)
 
 
 @router.post("forget", response=ForgetResponse, summary="Delete one episode, or all written in this session")

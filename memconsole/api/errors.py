@@ -11,6 +11,7 @@ a limit with 422; `refusal` turns pydantic's errors into the one `ApiError` the 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 import pydantic
@@ -79,11 +80,26 @@ def api_error_response(exc: ApiError) -> JsonResponse:
     return error_response(exc.status, exc.code, exc.message, exc.field, exc.headers)
 
 
+def _in_item(loc: tuple[int | str, ...]) -> bool:
+    """Whether the location is inside one object of a list (`episodes[3].content`)."""
+    return any(isinstance(part, int) and isinstance(after, str) for part, after in pairwise(loc))
+
+
 def _path(loc: tuple[int | str, ...]) -> str:
-    return ".".join(str(part) for part in loc if isinstance(part, str))
+    """The field's name: `set.nmae`; inside a list of objects with the item's index, `episodes[3].content`
+    (an index at the end, a value of a list of strings such as `tags`, names the list)."""
+    parts: list[str] = []
+    for position, part in enumerate(loc):
+        if isinstance(part, str):
+            parts.append(f".{part}" if parts else part)
+        elif position + 1 < len(loc) and isinstance(loc[position + 1], str):
+            parts.append(f"[{part}]")
+    return "".join(parts)
 
 
 def _leaf(loc: tuple[int | str, ...]) -> str:
+    if _in_item(loc):
+        return _path(loc)
     names = [part for part in loc if isinstance(part, str)]
     return RULE_FIELDS.get(names[0], names[-1]) if names else ""
 

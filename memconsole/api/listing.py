@@ -15,8 +15,9 @@ from memconsole.memory.errors import NotFound
 from memconsole.memory.models import STATUS_ACTIVE
 
 from .auth import actor_for, scope_for
+from .fields import Kind, StatusName
 from .parser import StrictQuery
-from .schemas import EpisodeId, Kind, ScopedRequest, StatusName, Timestamp
+from .schemas import EpisodeId, ScopedRequest, Timestamp
 
 router = Router()
 

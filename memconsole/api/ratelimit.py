@@ -5,13 +5,15 @@ whatever its outcome). The counter is a `RateWindow` row, so gunicorn workers an
 machines that share the database share the limit; the row update takes a row lock, so concurrent
 requests never lose a count. A request over the limit gets 429 with Retry-After (seconds to the
 next minute). `TokenThrottle` is the limit as a ninja throttle; it runs after authentication.
+A batch counts as many requests as it holds episodes: the throttle counted the request, `charge`
+adds the rest, only when they all fit in the minute (a refused batch adds nothing more).
 """
 
 from __future__ import annotations
 
 import math
 import threading
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -43,7 +45,35 @@ def hit(token: BotToken) -> int | None:
         count = rows.values_list("count", flat=True).first() or 0
     if count <= settings.MEMCONSOLE_API_RATE_PER_MINUTE:
         return None
+    return _wait(now)
+
+
+def _wait(now: datetime) -> int:
+    window = now.replace(second=0, microsecond=0)
     return max(1, math.ceil((window + timedelta(minutes=1) - now).total_seconds()))
+
+
+def charge(token: BotToken, extra: int) -> int | None:
+    """Count `extra` more requests in this minute (after `hit` counted the request itself), if all of
+    them fit within the limit: None when counted, else the seconds to wait (nothing was added)."""
+    if extra <= 0:
+        return None
+    now = timezone.now()
+    window = now.replace(second=0, microsecond=0)
+    allowed = settings.MEMCONSOLE_API_RATE_PER_MINUTE - extra
+    rows = RateWindow.objects.filter(token=token, window=window)
+    with transaction.atomic():
+        if rows.filter(count__lte=allowed).update(count=F("count") + extra):
+            return None
+        if allowed >= 0 and not rows.exists():  # the minute turned since `hit`: open it
+            try:
+                with transaction.atomic():
+                    RateWindow.objects.create(token=token, window=window, count=extra)
+                return None
+            except IntegrityError:  # another request opened it first
+                if rows.filter(count__lte=allowed).update(count=F("count") + extra):
+                    return None
+    return _wait(now)
 
 
 class TokenThrottle(BaseThrottle):

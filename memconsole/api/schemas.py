@@ -3,14 +3,12 @@
 Limits come from the domain's one place for limits (memory/validation.py), so the document, the
 API and the domain say the same. A request schema refuses, in errors.py's words, a wrong type or an
 unknown field (400) and a value breaking a rule (422); the domain then checks its own rules again.
-A null reads as absent, so that the operation's default applies.
+A null reads as absent, so that the operation's default applies. The field types are fields.py's.
 """
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -18,130 +16,40 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    PlainValidator,
     Strict,
     WithJsonSchema,
     model_validator,
 )
-from pydantic_core import PydanticCustomError
 
 from memconsole.memory import validation
-from memconsole.memory.models import ISOLATION_BOT, ISOLATION_SESSION, PROFILE_SESSION, PROFILE_SPEAKER, STATUSES
+from memconsole.memory.models import ISOLATION_SESSION, STATUSES
 from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME
 
-_ISO_DATETIME = re.compile(
-    r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?([Zz]|[+-]\d{2}:?\d{2}(:\d{2})?)?", re.ASCII
+from .fields import (
+    DATETIME_SCHEMA,
+    EPISODE_ID_PATTERN,
+    DateTime,
+    Importance,
+    Isolation,
+    Item,
+    Kind,
+    Metadata,
+    ProfileType,
+    ProfileTypeName,
+    Query,
+    QueryId,
+    Sender,
+    Statuses,
+    StatusName,
+    StoredImportance,
+    Tags,
+    Text,
+    TopK,
+    content_schema,
+    not_blank,
+    whole_number,
+    within_content_limit,
 )
-DATETIME_SCHEMA = {
-    "type": "string",
-    "format": "date-time",
-    "description": "ISO-8601 with a time zone ('Z' or an offset); in a request, a time without one is read as UTC",
-}
-EPISODE_ID_PATTERN = f"^{validation.EPISODE_ID_CHARS}$"
-NON_BLANK: dict[str, Any] = {"minLength": 1, "pattern": r"\S"}  # what `_not_blank` keeps, in JSON Schema words
-StatusName = Literal[STATUSES]  # type: ignore[valid-type]  # Literal["active", "archived", "superseded"]
-
-# --- value types ----------------------------------------------------------------------------------
-
-
-def _string(value: Any) -> Any:
-    if not isinstance(value, str):
-        raise PydanticCustomError("invalid_type", "must be a string")
-    return value
-
-
-def _whole_number(value: Any) -> int:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise PydanticCustomError("invalid_type", "must be a whole number")
-    return value
-
-
-def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("invalid", "must not be empty")
-    return value
-
-
-def _no_comma(value: str) -> str:
-    if "," in value:
-        raise PydanticCustomError("invalid", "a tag may not contain a comma")
-    return value
-
-
-def _within_content_limit(value: str) -> str:
-    limit = validation.max_content_chars()
-    if len(value) > limit:
-        raise PydanticCustomError("string_too_long", "is longer than {limit} characters", {"limit": limit})
-    return value
-
-
-def _content_schema(schema: dict[str, Any]) -> None:
-    schema.update(NON_BLANK, maxLength=validation.max_content_chars())  # a setting: read for each document
-
-
-def _datetime(value: Any) -> datetime:
-    """An ISO-8601 date-time, in UTC: a wrong shape is a wrong type; one without a zone is read as UTC."""
-    if not isinstance(value, str):
-        raise PydanticCustomError("invalid_type", "must be an ISO-8601 date-time string")
-    if not _ISO_DATETIME.fullmatch(value):
-        raise PydanticCustomError("invalid_type", "must be an ISO-8601 date-time, e.g. 2025-01-31T09:30:00Z")
-    try:
-        parsed = datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
-    except ValueError as exc:
-        raise PydanticCustomError("invalid_type", "is not a valid date-time: {reason}", {"reason": str(exc)}) from None
-    if parsed.tzinfo is None or parsed.utcoffset() is None:
-        parsed = parsed.replace(tzinfo=UTC)  # LangBot's rule
-    try:
-        return parsed.astimezone(UTC)
-    except OverflowError:
-        raise PydanticCustomError("invalid", "is out of range") from None
-
-
-Text = Annotated[str, Strict()]
-Query = Annotated[
-    Text, Field(max_length=validation.MAX_QUERY_CHARS, json_schema_extra=NON_BLANK), AfterValidator(_not_blank)
-]
-Sender = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS)]
-Tag = Annotated[Text, Field(max_length=validation.MAX_TAG_CHARS, pattern="^[^,]*$"), AfterValidator(_no_comma)]
-Tags = Annotated[list[Tag], Field(max_length=validation.MAX_TAGS)]
-Item = Annotated[
-    Text, Field(max_length=validation.MAX_ITEM_CHARS, json_schema_extra=NON_BLANK), AfterValidator(_not_blank)
-]
-# The bounds go before the validator, on the integer itself, so that the JSON Schema carries them.
-Importance = Annotated[
-    int, Field(ge=validation.MIN_IMPORTANCE, le=validation.MAX_IMPORTANCE), BeforeValidator(_whole_number)
-]
-# An importance to store: any whole number, clamped to 1-5 by the domain (and named in `adjusted`).
-StoredImportance = Annotated[
-    int,
-    Field(description="1-5; a whole number outside is stored clamped (7 -> 5, 0 -> 1) and named in `adjusted`"),
-    BeforeValidator(_whole_number),
-]
-TopK = Annotated[int, Field(ge=1, le=validation.TOP_K_MAX), BeforeValidator(_whole_number)]
-DateTime = Annotated[datetime, PlainValidator(_datetime), WithJsonSchema(DATETIME_SCHEMA)]
-# models.ISOLATION_SESSION, ISOLATION_BOT ("" reads as session) and models.PROFILE_SESSION, PROFILE_SPEAKER:
-IsolationName = Literal["session", "bot", ""]
-ProfileTypeName = Literal["session", "speaker"]
-Isolation = Annotated[IsolationName, BeforeValidator(_string)]
-ProfileType = Annotated[ProfileTypeName, BeforeValidator(_string)]
-Statuses = list[Annotated[StatusName, BeforeValidator(_string)]]
-QueryId = Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)]
-# An episode's kind and metadata (issue 20; validation.validate_kind / validate_metadata).
-Kind = Annotated[
-    Text, Field(pattern=validation.KIND.pattern, description="a short label, e.g. question or fact_recalled")
-]
-Metadata = Annotated[
-    dict[str, Any],
-    Field(
-        description=f"a free-form JSON object, at most {validation.MAX_METADATA_BYTES} bytes as compact JSON and "
-        f"{validation.MAX_METADATA_DEPTH} levels deep; stored sealed like content"
-    ),
-]
-
-assert get_args(IsolationName)[:2] == (ISOLATION_SESSION, ISOLATION_BOT)
-assert get_args(ProfileTypeName) == (PROFILE_SESSION, PROFILE_SPEAKER)
 
 # --- requests -------------------------------------------------------------------------------------
 
@@ -179,12 +87,14 @@ class ScopedRequest(Request):
         return self.model_dump(exclude=left_out, exclude_none=True)
 
 
-class RememberRequest(ScopedRequest):
+class RememberItem(Request):
+    """One episode to remember: `/remember`'s fields but the scope (a batch names its scope once)"""
+
     content: Annotated[
         Text,
-        Field(json_schema_extra=_content_schema),
-        AfterValidator(_not_blank),
-        AfterValidator(_within_content_limit),
+        Field(json_schema_extra=content_schema),
+        AfterValidator(not_blank),
+        AfterValidator(within_content_limit),
     ]
     tags: Tags | None = Field(
         None,
@@ -200,6 +110,10 @@ class RememberRequest(ScopedRequest):
     )
     kind: Kind | None = None
     metadata: Metadata | None = None
+
+
+class RememberRequest(RememberItem, ScopedRequest):
+    """One episode, in the scope the request names"""
 
 
 class RecallRequest(ScopedRequest):
@@ -246,7 +160,7 @@ class ProfileUpdateRequest(ProfileQuery):
         description="a line added to the notes (after `set.notes`, on a new line), without read-modify-write; "
         f"the notes are cut at {validation.MAX_NOTES} characters",
     )
-    if_version: Annotated[int, Field(ge=0), BeforeValidator(_whole_number)] | None = Field(
+    if_version: Annotated[int, Field(ge=0), BeforeValidator(whole_number)] | None = Field(
         None,
         description="the version the writer read (0: no profile yet); when the stored version differs, "
         "409 conflict and nothing is changed",

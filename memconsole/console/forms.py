@@ -18,6 +18,7 @@ from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME, derive_scop
 
 from .people_forms import PersonLookup
 from .timezones import datetime_input, in_console_zone
+from .usage_forms import UsageFilter
 
 CURSOR_ERROR = _("This page link is not valid. Go back to the first page and try again.")
 STATUS_ALL = "all"
@@ -88,8 +89,8 @@ class DeriveForm(ConsoleForm):
         return data
 
 
-class EpisodeFilterForm(ConsoleForm):
-    """Filters, page size and cursor of the Episodes tab; with `q`, a semantic search."""
+class EpisodeFilterForm(UsageFilter, ConsoleForm):
+    """Filters, page size and cursor of the Episodes tab; with `q`, a semantic search. Usage: usage_forms.py."""
 
     q = forms.CharField(
         label=_("Search episodes"),
@@ -159,6 +160,7 @@ class EpisodeFilterForm(ConsoleForm):
             "time_after": data.get("after"),
             "time_before": data.get("before"),
             "kind": data.get("kind") or None,
+            **self.usage_filters(),
         }
 
     @property
@@ -174,7 +176,7 @@ class EpisodeFilterForm(ConsoleForm):
         data = self.cleaned_data
         return {"statuses": self.statuses(), "tag": data.get("tag") or None, **self.filters()}
 
-    FILTER_FIELDS = ("status", "sender", "tag", "kind", "importance", "after", "before")
+    FILTER_FIELDS = ("status", "sender", "tag", "kind", "importance", "after", "before", "usage")
 
     @property
     def active_filter_count(self) -> int:

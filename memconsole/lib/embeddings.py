@@ -78,6 +78,7 @@ class ModelSpec:
     query_prefix: str = ""
     passage_prefix: str = ""
     languages: str = ""
+    english_only: bool = False  # its similarities between Chinese or Japanese texts mean little (retrieval)
     files: tuple[ModelFile, ...] = ()
     notes: str = ""
 
@@ -97,6 +98,7 @@ REGISTRY: dict[str, ModelSpec] = {
             pooling="mean",
             max_tokens=256,
             languages="English",
+            english_only=True,
             notes="Installed by `fetch_model` from chromadb's pinned onnx.tar.gz archive (fetch_model.MODEL_SHA256).",
         ),
         ModelSpec(

@@ -16,7 +16,6 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Annotated, Any
 
 import mcp_types as types
@@ -32,7 +31,6 @@ from memconsole.api.bots import (
     MessageRequest,
     forget_answer,
 )
-from memconsole.api.endpoints import profile_answer, profile_change_answer
 from memconsole.api.errors import refusal
 from memconsole.api.schemas import (
     ForgetRequest,
@@ -80,10 +78,6 @@ def scope_for(actor: Actor, request: ScopedRequest) -> ScopeKeys:
 # --- calls: each the JSON API endpoint's twin (api/endpoints.py) ---------------------------------
 
 
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
 def _remember(actor: Actor, request: RememberRequest) -> dict[str, Any]:
     keys = scope_for(actor, request)
     result = episodes.remember(keys, actor, request.content, **request.operation_fields(exclude={"content"}))
@@ -111,7 +105,7 @@ def _get_profile(actor: Actor, request: ProfileQuery) -> dict[str, Any]:
     keys = scope_for(actor, request)
     profile_type, sender_id = request.type or PROFILE_SESSION, request.sender_id or ""
     data, row = profiles.get_profile(keys, profile_type, sender_id)
-    return profile_answer(profile_type, sender_id, data, row)
+    return profiles.profile_answer(profile_type, sender_id, data, row)
 
 
 def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, Any]:
@@ -120,7 +114,9 @@ def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, An
     changes = request.changes.model_dump(exclude_none=True) if request.changes else {}
     lists = request.operation_fields(exclude={"type", "sender_id", "changes"})
     change = profiles.change_profile(keys, actor, profile_type, sender_id, **changes, **lists)
-    return profile_change_answer(profile_type, sender_id, change)  # the JSON API's answer, evicted and adjusted
+    return profiles.profile_change_answer(
+        profile_type, sender_id, change
+    )  # the JSON API's answer too, evicted and adjusted
 
 
 def _inject(actor: Actor, request: InjectRequest) -> dict[str, Any]:
@@ -142,8 +138,8 @@ def _list_sessions(actor: Actor, request: ListSessionsRequest) -> dict[str, Any]
                 "bot_uuid": row.bot_uuid,
                 "session_name": row.session_name,
                 "isolation": row.isolation,
-                "first_seen": _iso(row.first_seen),
-                "last_seen": _iso(row.last_seen),
+                "first_seen": row.first_seen.isoformat(),  # the API's form (memory/sessions.py), not the exports'
+                "last_seen": row.last_seen.isoformat(),
             }
             for row in rows
         ],

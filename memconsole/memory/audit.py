@@ -144,6 +144,26 @@ def erase_identifiers(entry: AuditEntry, *, sender_id: bool, target_id: bool) ->
         entry.save(update_fields=fields)
 
 
+# The fields an entry's HMAC covers (`_structural`, in its order): what a walk over the chain loads.
+HASHED_FIELDS = (
+    "seq",
+    "audit_id",
+    "timestamp",
+    "operation",
+    "scope_key",
+    "user_key",
+    "actor_type",
+    "actor",
+    "sender_id",
+    "target_type",
+    "target_id",
+    "query_id",
+    "payload_digest",
+    "prev_hash",
+    "row_states",
+)
+
+
 def _structural(entry: AuditEntry) -> bytes:
     stamp = entry.timestamp.astimezone(UTC).isoformat(timespec="microseconds")
     fields = [

@@ -1,7 +1,7 @@
 """The tables of the bot-memory plan (issue 20; docs/design.md §3): keyed facts, their history, the
 conversation window and the per-bot window size. Their operations are `facts.py` and `window.py`.
 
-Values and message contents are sealed like episode content (`install.seal`). Named here and
+Values and message contents are sealed like episode content (`install.Sealed`). Named here and
 imported by models.py (which this module cannot import).
 """
 
@@ -10,9 +10,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from memconsole.lib import crypto
-
-from .install import identity, seal
+from .install import Sealed
 
 MAX_SUBJECT_CHARS = 255
 MAX_FACT_KEY_CHARS = 255
@@ -20,21 +18,22 @@ MAX_ROLE_CHARS = 32
 DEFAULT_WINDOW_SIZE = 20  # the plan's max_context_messages
 
 
-class SealedText(models.Model):
+class SealedText(Sealed):
     """Abstract: one text column stored plain or Fernet-encrypted."""
 
     text_stored = models.TextField(db_column="text", default="")
     encrypted = models.BooleanField(default=False)
+    sealed_column = "text_stored"
 
     class Meta:
         abstract = True
 
     @property
     def text(self) -> str:
-        return crypto.open_text(self.text_stored, self.encrypted, identity(self))
+        return self.opened()
 
     def set_text(self, value: str) -> None:
-        self.text_stored, self.encrypted = seal(value, self)
+        self.seal_column(value)
 
 
 class Fact(SealedText):

@@ -20,9 +20,7 @@ from django.core.exceptions import ObjectDoesNotExist
 from django.db import models
 from django.db.models import prefetch_related_objects
 
-from memconsole.lib import crypto
-
-from .install import identity, seal
+from .install import Sealed
 
 MAX_KIND_CHARS = 40
 
@@ -51,24 +49,24 @@ class EpisodeExtras(models.Model):
         return json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) if data else ""
 
 
-class EpisodeMetadata(models.Model):
+class EpisodeMetadata(Sealed):
     """One episode's metadata, a JSON object stored plain or Fernet-encrypted (like `SealedPayload`)."""
 
     episode = models.OneToOneField("memory.Episode", on_delete=models.CASCADE, related_name="metadata_row")
     payload_stored = models.TextField(db_column="payload", default="{}")
     encrypted = models.BooleanField(default=False)
+    sealed_column = "payload_stored"
 
     def __str__(self) -> str:
         return f"metadata of episode #{self.episode_id}"
 
     @property
     def payload(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(crypto.open_text(self.payload_stored, self.encrypted, identity(self)))
+        data: dict[str, Any] = json.loads(self.opened())
         return data
 
     def set_payload(self, data: dict[str, Any]) -> None:  # set `episode` first: its id is sealed in
-        text = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        self.payload_stored, self.encrypted = seal(text, self)
+        self.seal_column(json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":")))
 
 
 def metadata_row(episode: Any, data: dict[str, Any]) -> EpisodeMetadata:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from django.db import transaction
@@ -21,31 +22,19 @@ from . import audit, ranking
 from .audit import Actor
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
-from .errors import NotFound, ValidationError, VectorIndexUnavailable, unavailable_on_failure
+from .errors import NotFound, VectorIndexUnavailable, unavailable_on_failure
 from .filters import EpisodeFilter
-from .models import SOURCES, STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, new_episode_id
+from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, new_episode_id
 from .paging import keyset_page, parse_cursor
 from .scopes import ScopeKeys, register_scope
 from .sync import index_episodes, sync_vector_metadata
-from .validation import (
-    MAX_QUERY_ID_CHARS,
-    MAX_SENDER_CHARS,
-    clamp_importance,
-    is_episode_id,
-    max_content_chars,
-    text,
-    validate_datetime,
-    validate_episode_ids,
-    validate_kind,
-    validate_list_limit,
-    validate_metadata,
-    validate_tags,
-)
+from .validation import NewEpisode, is_episode_id, validate_episode_ids, validate_list_limit, validate_new_episode
 
 __all__ = [
     "EpisodePage",
     "RememberResult",
     "archive",
+    "build_episode",
     "delete",
     "episode_image",
     "get_episode",
@@ -53,6 +42,8 @@ __all__ = [
     "new_episode_id",
     "remember",
     "restore",
+    "supersede_and_audit",
+    "supersede_candidates",
 ]
 
 log = logging.getLogger("memconsole.memory")
@@ -89,6 +80,99 @@ class RememberResult:
     adjusted: list[str] = field(default_factory=list)  # inputs stored changed, e.g. ["importance"] (7 -> 5)
 
 
+def supersede_candidates(keys: ScopeKeys, model_id: str, vector: Any, new: NewEpisode) -> tuple[list[str], str]:
+    """The indexed episodes a correction would supersede (`ranking.supersedes`): the same sender's
+    active ones at least SUPERSEDE_THRESHOLD similar, and why none were looked for ("" if they were)."""
+    if not ranking.supersedes(new.tags):
+        return [], ""
+    # Only the same sender's active episodes can be superseded (in a group chat one speaker's
+    # correction must not hide another's memory): filter in the index, or inactive or other
+    # speakers' near-duplicates would fill the 20 nearest and hide the one to supersede.
+    same_sender = {"$and": [{"status": STATUS_ACTIVE.value}, {"sender_id": new.sender_id}]}
+    try:
+        hits = vectors.query(keys.user_key, model_id, vector, 20, where=same_sender)
+    except vectors.VectorIndexError as exc:
+        # The episode itself must not be lost because the index is down or needs a reindex:
+        # store it, record in its audit entry that nothing was superseded and why.
+        log.error("correction stored without supersede check: %s", exc)
+        return [], str(exc)
+    return [h.episode_id for h in hits if h.similarity >= ranking.SUPERSEDE_THRESHOLD], ""
+
+
+def build_episode(keys: ScopeKeys, new: NewEpisode, now: datetime) -> Episode:
+    """The (unsaved) row of a validated episode."""
+    return Episode.create(
+        keys,
+        new.content,
+        tags=new.tags,
+        importance=new.importance,
+        timestamp=new.timestamp,
+        sender_id=new.sender_id,
+        sender_name=new.sender_name,
+        source=new.source,
+        query_id=new.query_id,
+        kind=new.kind,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def supersede_and_audit(
+    keys: ScopeKeys,
+    actor: Actor,
+    new: NewEpisode,
+    episode: Episode,
+    candidates: list[str],
+    *,
+    now: datetime,
+    supersede_skipped: str = "",
+    rows: list[Any] | None = None,
+) -> list[Episode]:
+    """Inside the caller's `transaction.atomic()`, after saving `episode`: supersede those of
+    `candidates` still active and of the same sender, and append the episode's audit entry (`rows`:
+    rows saved without `save()`, for `audit.append`). Returns the episodes superseded; the caller
+    counts them (`count`) and updates their vectors after the commit."""
+    superseded = (
+        list(
+            Episode.objects.in_scope(keys.user_key)
+            .filter(status=STATUS_ACTIVE, sender_id=new.sender_id)
+            .with_ids(candidates)
+            .select_for_update()
+        )
+        if candidates
+        else []
+    )
+    for old in superseded:
+        old.status = STATUS_SUPERSEDED
+        old.superseded_by = episode.episode_id
+        old.importance = ranking.superseded_importance(old.importance)
+        old.updated_at = now
+        old.save(update_fields=["status", "superseded_by", "importance", "updated_at"])
+    if not new.metadata:  # known to have none: its image need not look for a metadata row
+        Episode.metadata_row.related.set_cached_value(episode, None)
+    audit.append(
+        "remember",
+        actor,
+        scope_key=keys.scope_key,
+        user_key=keys.user_key,
+        sender_id=new.sender_id,
+        sender_name=new.sender_name,
+        target_type="episode",
+        target_id=episode.episode_id,
+        query_id=new.query_id,
+        summary=f"remembered: {new.content}",
+        after=episode_image(episode),
+        metadata={
+            "superseded": [old.episode_id for old in superseded],
+            "source": new.source,
+            **({"supersede_skipped": supersede_skipped} if supersede_skipped else {}),
+            **({"adjusted": new.adjusted} if new.adjusted else {}),
+        },
+        rows=rows or (),
+    )
+    return superseded
+
+
 @metrics.timed("remember")
 def remember(
     keys: ScopeKeys,
@@ -113,91 +197,34 @@ def remember(
     produced the memory) is kept on the episode and its audit entry; `kind` (a short label) and
     `metadata` (a JSON object, sealed like content) are checked by `validate_kind`/`validate_metadata`.
     Raises `Unavailable` when the embedding model fails; with the vector index down the episode is
-    still stored (not indexed, and nothing superseded).
+    still stored (not indexed, and nothing superseded). `batch_remember.remember_many` stores many.
     """
     actor.require_bot(keys)
-    content = text(content, "content", max_content_chars(), required=True).strip()
-    tags = validate_tags(tags)
-    importance, importance_adjusted = clamp_importance(importance)
-    adjusted = ["importance"] if importance_adjusted else []
-    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
-    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
-    timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
-    query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
-    kind = validate_kind(kind)
-    metadata = validate_metadata(metadata)
-    if source not in SOURCES:
-        raise ValidationError(f"unknown source {source!r}", field="source")
-
+    new = validate_new_episode(
+        content,
+        tags=tags,
+        importance=importance,
+        sender_id=sender_id,
+        sender_name=sender_name,
+        timestamp=timestamp,
+        source=source,
+        query_id=query_id,
+        kind=kind,
+        metadata=metadata,
+    )
     with unavailable_on_failure():
         model_id = embeddings.current_model_id()
-        vector = embeddings.embed([content])
-    candidates: list[str] = []
-    supersede_skipped = ""
-    if ranking.supersedes(tags):
-        # Only the same sender's active episodes can be superseded (in a group chat one speaker's
-        # correction must not hide another's memory): filter in the index, or inactive or other
-        # speakers' near-duplicates would fill the 20 nearest and hide the one to supersede.
-        same_sender = {"$and": [{"status": STATUS_ACTIVE.value}, {"sender_id": sender_id}]}
-        try:
-            hits = vectors.query(keys.user_key, model_id, vector[0], 20, where=same_sender)
-        except vectors.VectorIndexError as exc:
-            # The episode itself must not be lost because the index is down or needs a reindex:
-            # store it, record in its audit entry that nothing was superseded and why.
-            log.error("correction stored without supersede check: %s", exc)
-            supersede_skipped = str(exc)
-            hits = []
-        candidates = [h.episode_id for h in hits if h.similarity >= ranking.SUPERSEDE_THRESHOLD]
+        vector = embeddings.embed([new.content])
+    candidates, supersede_skipped = supersede_candidates(keys, model_id, vector[0], new)
 
-    now = timezone.now()
     with transaction.atomic():
         register_scope(keys)
-        episode = Episode.create(
-            keys,
-            content,
-            tags=tags,
-            importance=importance,
-            timestamp=timestamp,
-            sender_id=sender_id,
-            sender_name=sender_name,
-            source=source,
-            query_id=query_id,
-            kind=kind,
-            created_at=now,
-            updated_at=now,
-        )
+        now = timezone.now()
+        episode = build_episode(keys, new, now)
         episode.save(force_insert=True)
-        save_metadata(episode, metadata)
-        superseded = list(
-            Episode.objects.in_scope(keys.user_key)
-            .filter(status=STATUS_ACTIVE, sender_id=sender_id)
-            .with_ids(candidates)
-            .select_for_update()
-        )
-        for old in superseded:
-            old.status = STATUS_SUPERSEDED
-            old.superseded_by = episode.episode_id
-            old.importance = ranking.superseded_importance(old.importance)
-            old.updated_at = now
-            old.save(update_fields=["status", "superseded_by", "importance", "updated_at"])
-        audit.append(
-            "remember",
-            actor,
-            scope_key=keys.scope_key,
-            user_key=keys.user_key,
-            sender_id=sender_id,
-            sender_name=sender_name,
-            target_type="episode",
-            target_id=episode.episode_id,
-            query_id=query_id,
-            summary=f"remembered: {content}",
-            after=episode_image(episode),
-            metadata={
-                "superseded": [old.episode_id for old in superseded],
-                "source": source,
-                **({"supersede_skipped": supersede_skipped} if supersede_skipped else {}),
-                **({"adjusted": adjusted} if adjusted else {}),
-            },
+        save_metadata(episode, new.metadata)
+        superseded = supersede_and_audit(
+            keys, actor, new, episode, candidates, now=now, supersede_skipped=supersede_skipped
         )
         count(keys.user_key, active=1 - len(superseded), superseded=len(superseded))
 
@@ -208,7 +235,7 @@ def remember(
         log.exception("episode %s saved but not indexed; `manage.py reindex` will index it", episode.episode_id)
         indexed = False
     sync_vector_metadata(superseded)
-    return RememberResult(episode, [old.episode_id for old in superseded], indexed, adjusted)
+    return RememberResult(episode, [old.episode_id for old in superseded], indexed, new.adjusted)
 
 
 # --- reading ------------------------------------------------------------------------------------

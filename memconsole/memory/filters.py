@@ -8,8 +8,10 @@ from typing import Any
 
 from django.db.models import Q
 
+from .errors import ValidationError
 from .models import STATUSES, Episode, EpisodeQuerySet
 from .scopes import ScopeKeys
+from .usage import never_used_where, used_where, validate_used_days
 from .validation import (
     MAX_SENDER_CHARS,
     MAX_TAG_CHARS,
@@ -27,6 +29,14 @@ def _has_tag(tag: str) -> Q:
     return Q(tags_text__icontains="," + tag + ",")
 
 
+def _never_used(value: Any, used_within_days: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValidationError("never_used must be true or false", field="never_used")
+    if value and used_within_days is not None:
+        raise ValidationError("never_used and used_within_days exclude each other", field="never_used")
+    return value
+
+
 @dataclass(frozen=True)
 class EpisodeFilter:
     """Validated filters on one scope's episodes. `statuses=None` keeps every status (an empty list
@@ -42,6 +52,9 @@ class EpisodeFilter:
     time_after: datetime | None = None
     time_before: datetime | None = None
     kind: str = ""  # an episode's kind (issue 20); "" keeps every kind
+    # Usage (issue 18, memory/usage.py): used by an injection in the last N days, or never used.
+    used_within_days: int | None = None
+    never_used: bool = False
 
     @classmethod
     def build(
@@ -56,6 +69,8 @@ class EpisodeFilter:
         time_after: Any = None,
         time_before: Any = None,
         kind: Any = None,
+        used_within_days: Any = None,
+        never_used: Any = False,
     ) -> EpisodeFilter:
         """Validate the filters (`ValidationError` naming the bad one)."""
         clean_statuses = None
@@ -74,11 +89,16 @@ class EpisodeFilter:
             time_after=validate_datetime(time_after, "time_after"),
             time_before=validate_datetime(time_before, "time_before"),
             kind=validate_kind(kind),
+            used_within_days=None if used_within_days is None else validate_used_days(used_within_days),
+            never_used=_never_used(never_used, used_within_days),
         )
 
     def where(self) -> Q:
         """The SQL filter, starting from the scope."""
-        where = Q(user_key=self.user_key)
+        if self.used_within_days is not None:  # the scope, and the used episodes looked up by id
+            where = used_where(self.user_key, self.used_within_days)
+        else:
+            where = Q(user_key=self.user_key)
         if self.statuses is not None:
             where &= Q(status__in=self.statuses)
         if self.sender_id:
@@ -93,6 +113,8 @@ class EpisodeFilter:
             where &= Q(timestamp__lte=self.time_before)
         if self.kind:
             where &= Q(kind=self.kind)
+        if self.never_used:
+            where &= never_used_where(self.user_key)
         if self.tags:
             any_tag = Q()
             for tag in self.tags:
@@ -107,7 +129,7 @@ class EpisodeFilter:
     def index_where(self) -> dict[str, Any] | None:
         """The same filters in Chroma's metadata filter language, or None when there are none.
 
-        Tags and the kind are left out: vectors carry neither (rows are re-filtered in SQL).
+        Tags, the kind and usage are left out: vectors carry none of them (rows are re-filtered in SQL).
         """
         clauses: list[dict[str, Any]] = [{"user_key": self.user_key}]
         if self.statuses is not None:

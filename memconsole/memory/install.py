@@ -1,5 +1,6 @@
 """What this install has committed to, whatever the settings say today: once encrypted, always
-encrypted (docs/design.md §6). `seal` is the one place a stored row decides plain or encrypted."""
+encrypted (docs/design.md §6). `seal` is the one place a stored row decides plain or encrypted;
+`Sealed` the one way a row's sealed column is read and written through it."""
 
 from __future__ import annotations
 
@@ -111,3 +112,22 @@ def seal(text: str, row: models.Model | None = None) -> tuple[str, bool]:
         rowstate.remember_plain(row, stored, text)
         rowstate.note(row)
     return stored, encrypted
+
+
+class Sealed(models.Model):
+    """Abstract: a row with one sealed text column, named by `sealed_column`, beside its `encrypted`
+    flag (each model declares both fields itself, where they stand in its table). `opened()` reads
+    the column, bound to the row's identity (`RowBindingError` when sealed for another row);
+    `seal_column()` writes it through `seal` (set the identity fields first: they are sealed in)."""
+
+    sealed_column: ClassVar[str]
+
+    class Meta:
+        abstract = True
+
+    def opened(self) -> str:
+        return crypto.open_text(getattr(self, self.sealed_column), self.encrypted, identity(self))
+
+    def seal_column(self, text: str) -> None:
+        stored, self.encrypted = seal(text, self)
+        setattr(self, self.sealed_column, stored)

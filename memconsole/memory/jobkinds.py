@@ -3,13 +3,15 @@ inputs and a `jobs.Progress` callback. One function per kind, chosen by `run(job
 which returns the report as JSON data (`Report.as_dict()`) with a one-line `summary`.
 
 Each one may be run again after its worker stopped mid-way (docs/operations.md, "Jobs"): an import
-is all or nothing (an interrupted write left nothing), and one interrupted after its write was
-committed finishes by indexing what was written (`reindex`); erasure (from its journal), the health
-check, reindex, key rotation and re-embedding are safe to repeat (each finds what is left to do).
+writes in batches and records each committed one in the job's checkpoint (`jobs.Checkpoint`), so a
+resumed import writes only the batches not yet committed (none twice), and one resumed after its
+last transaction only indexes what it wrote; erasure (from its journal), the health check, reindex,
+key rotation and re-embedding are safe to repeat (each finds what is left to do).
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -19,6 +21,8 @@ from typing import Any
 from . import erasure, health, imports, jobs, reembed
 from .reindex import reindex
 from .rotation import rotate_keys
+
+log = logging.getLogger("memconsole.memory")
 
 Runner = Callable[[jobs.Job, jobs.Progress], dict[str, Any]]
 
@@ -31,22 +35,17 @@ def _summarised(report: Any) -> dict[str, Any]:
 
 def run_import(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
     params = job.params
-    if params.get("written"):  # interrupted after its transaction committed: finish the indexing
+    if params.get("written"):  # a job of the one-transaction import, interrupted after its commit
         report = _summarised(reindex(check_only=False, progress=progress))
         note = "the import's rows were written before its worker stopped; indexing them was finished by reindex"
         return {"resumed_after_write": True, "reindex": report, "summary": f"{note}: {report['summary']}"}
     name, data = jobs.input_of(job)
     folder = tempfile.mkdtemp(prefix="memconsole-job-")
     path = Path(folder) / "upload"
+    checkpoint = jobs.Checkpoint(job)
     try:
         path.write_bytes(data)
         del data
-
-        def tracked(stage: str, done: int, total: int) -> None:
-            if stage == "indexing" and not job.params.get("written"):
-                jobs.note_written(job)
-            progress(stage, done, total)
-
         result = imports.import_file(
             path,
             params["format"],
@@ -55,9 +54,19 @@ def run_import(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
             isolation=params["isolation"],
             actor=jobs.actor_of(job),
             dry_run=bool(params.get("dry_run")),
-            progress=tracked,
+            progress=progress,
             file_name=name,
+            checkpoint=checkpoint,
         )
+    except Exception as exc:
+        written = checkpoint.state.get("episodes_written", 0)
+        if not written or checkpoint.state.get("written"):
+            raise
+        log.exception("import job %s stopped after %s episodes", job.pk, written)
+        raise jobs.PartialImport(
+            f"the import stopped after writing {written} episodes ({type(exc).__name__}: {exc}); they stay in the"
+            f" memory space, and `{job.resume_command}` writes the rest (none twice)"
+        ) from exc
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return _summarised(result)

@@ -12,6 +12,8 @@ Rules kept here, in the database:
   is `requeue`d (resumed) up to MAX_ATTEMPTS times, then marked interrupted with the command that
   finishes it (`resume_command`). The requeue is a conditional update: a job that wrote a
   heartbeat meanwhile is left alone.
+- A batched import records its checkpoint on the row inside each batch's transaction
+  (`Checkpoint`), so a resumed attempt continues after the last committed batch.
 - Inputs are stored with the job (`params`, and `JobInput` for an uploaded file) so that any worker
   on any machine can run it; what names a person (an erasure's sender id) is removed from the row
   when the job ends.
@@ -68,12 +70,14 @@ __all__ = [
     "Job",
     "JobBusy",
     "JobInput",
+    "PartialImport",
     "Progress",
 ]
 
 MAX_ATTEMPTS = 3
 PROGRESS_EVERY = 0.5  # seconds between two progress writes (the last one of a stage is always written)
 PRIVATE_PARAMS = ("sender_id",)  # removed from the row when the job ends
+CHECKPOINT = "checkpoint"  # a batched import's progress (`Checkpoint`), removed when it succeeds
 
 
 class JobBusy(MemoryError_):
@@ -201,31 +205,52 @@ class Progress:
             Job.objects.filter(pk=job.pk, status=RUNNING).update(**fields)
 
 
-def note_written(job: Job) -> None:
-    """Record that an import's transaction has committed (a resumed attempt then only indexes)."""
-    job.params = {**job.params, "written": True}
-    Job.objects.filter(pk=job.pk).update(params=job.params)
+class Checkpoint:
+    """How far a batched import has got (`imports.writer.Checkpoint`), kept in the job's
+    `params["checkpoint"]`: `save` runs inside each batch's transaction, so the row says exactly
+    what is committed, and a resumed attempt reads it back. Dropped when the job succeeds."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.state: dict[str, Any] = dict(job.params.get(CHECKPOINT) or {})
+
+    def save(self, state: dict[str, Any]) -> None:
+        saved = dict(state)
+        Job.objects.filter(pk=self.job.pk).update(params={**self.job.params, CHECKPOINT: saved})
+
+        def committed() -> None:  # a batch rolled back leaves the last committed state in hand
+            self.state = saved
+            self.job.params = {**self.job.params, CHECKPOINT: saved}
+
+        transaction.on_commit(committed)
+
+
+class PartialImport(MemoryError_):
+    """An import job stopped by an error after some of its batches were committed."""
 
 
 def heartbeat(job_id: Any) -> None:
     Job.objects.filter(pk=job_id, status=RUNNING).update(heartbeat_at=timezone.now())
 
 
-def _end(job: Job, status: str, **fields: Any) -> None:
-    params = {k: v for k, v in job.params.items() if k not in PRIVATE_PARAMS}
+def _end(job: Job, status: str, *, drop: tuple[str, ...] = (), keep_input: bool = False, **fields: Any) -> None:
+    params = {k: v for k, v in job.params.items() if k not in PRIVATE_PARAMS and k not in drop}
     now = timezone.now()
     with transaction.atomic():
         Job.objects.filter(pk=job.pk).update(status=status, finished_at=now, heartbeat_at=now, params=params, **fields)
-        JobInput.objects.filter(job_id=job.pk).delete()
+        if not keep_input:
+            JobInput.objects.filter(job_id=job.pk).delete()
     job.refresh_from_db()
 
 
 def finish(job: Job, report: dict[str, Any]) -> None:
-    _end(job, SUCCEEDED, report=report, error="")
+    _end(job, SUCCEEDED, drop=(CHECKPOINT,), report=report, error="")
 
 
 def fail(job: Job, error: str, report: dict[str, Any] | None = None) -> None:
-    _end(job, FAILED, error=error[:4000], report=report)
+    """The job failed; a partial import (batches committed) keeps its file for `resume_job`."""
+    partial = bool((job.params.get(CHECKPOINT) or {}).get("episodes_written"))
+    _end(job, FAILED, keep_input=partial, error=error[:4000], report=report)
 
 
 def stale_after() -> timedelta:

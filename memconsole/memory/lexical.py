@@ -20,7 +20,9 @@ without `save()` (bulk_create, update()) calls `index_episodes`; `rebuild` repai
 and an entry left by a raw SQL delete is only an orphan: search reads episodes in SQL afterwards.
 
 A query's lexical score for an episode is the share of the query's term weight (BM25's idf, within
-the scope) that the episode contains: 0 (nothing shared) to 1 (every query term present).
+the scope) that the episode contains: 0 (nothing shared) to 1 (every query term present). A query's
+document frequencies, and its candidate lookups, are one statement each (LOOKUP_CHUNK terms a
+statement), not one per term.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ SENDER_TERM = "\x01sender:"
 REINDEX_FIELDS = frozenset({"content_stored", "sender_id", "sender_name", "tags"})
 REBUILD_BATCH = 1000
 POSTINGS_BUDGET = 2000  # candidate lookups read at most this many postings (bench/recall_quality.py)
+LOOKUP_CHUNK = 200  # index lookups per statement (SQLite allows 500 terms in a compound SELECT)
 
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af"
 _RUNS = re.compile(rf"[{_CJK}]+|[^\W{_CJK}]+")
@@ -240,11 +243,14 @@ def _frequencies(tokens: list[str]) -> dict[str, int]:
                 [tokens],
             )
             return {term: int(doc) for term, doc in cursor.fetchall()}
-        found = {}
-        for tok in tokens:  # one equality lookup each: fts5vocab scans its whole table for IN (...)
-            cursor.execute(f"SELECT doc FROM {VOCAB} WHERE term = %s", [tok])
-            row = cursor.fetchone()
-            found[tok] = int(row[0]) if row else 0
+        found = dict.fromkeys(tokens, 0)
+        # One statement of equality lookups (fts5vocab scans its whole table for IN (...)): one round
+        # trip instead of one per term (bench/recall_quality.py's latency).
+        for start in range(0, len(tokens), LOOKUP_CHUNK):
+            chunk = tokens[start : start + LOOKUP_CHUNK]
+            union = " UNION ALL ".join([f"SELECT term, doc FROM {VOCAB} WHERE term = %s"] * len(chunk))
+            cursor.execute(union, chunk)
+            found.update({term: int(doc) for term, doc in cursor.fetchall()})
         return found
 
 
@@ -304,16 +310,27 @@ class LexicalQuery:
             postings += df
         sender = token(self.user_key, SENDER_TERM + sender_id) if sender_id is not None else None
         summed: dict[int, float] = {}
+        # One statement for all the chosen terms, each posting tagged with its term's position.
+        postgres = _postgres()
+        queries = [
+            (f"{sender} & " if postgres else f"{sender} AND ") + self.tokens[t] if sender else self.tokens[t]
+            for t in chosen
+        ]
         with connection.cursor() as cursor:
-            for term in chosen:
-                tok = self.tokens[term]
-                if _postgres():
-                    query = f"{sender} & {tok}" if sender else tok
-                    cursor.execute(f"SELECT episode_id FROM {TABLE} WHERE tokens @@ %s::tsquery", [query])
+            for start in range(0, len(chosen), LOOKUP_CHUNK):
+                chunk = queries[start : start + LOOKUP_CHUNK]
+                if postgres:
+                    cursor.execute(
+                        f"SELECT q.i - 1 + %s, x.episode_id FROM unnest(%s::text[]) WITH ORDINALITY AS q(t, i) "
+                        f"JOIN {TABLE} x ON x.tokens @@ q.t::tsquery",
+                        [start, chunk],
+                    )
                 else:
-                    query = f"{sender} AND {tok}" if sender else tok
-                    cursor.execute(f"SELECT rowid FROM {TABLE} WHERE {TABLE} MATCH %s", [query])
-                weight = self.weights[term]
-                for (pk,) in cursor.fetchall():
+                    union = " UNION ALL ".join(
+                        [f"SELECT {start + i}, rowid FROM {TABLE} WHERE {TABLE} MATCH %s" for i in range(len(chunk))]
+                    )
+                    cursor.execute(union, chunk)
+                for position, pk in cursor.fetchall():
+                    weight = self.weights[chosen[int(position)]]
                     summed[int(pk)] = summed.get(int(pk), 0.0) + weight
         return sorted(summed, key=lambda pk: (summed[pk], pk), reverse=True)[:limit]

@@ -18,13 +18,11 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from memconsole.lib import crypto
-
 from .botmemory_models import BotMemorySettings, Fact, FactVersion, WindowMessage  # noqa: F401 (issue 20)
 from .embedding_state import EmbeddingState  # noqa: F401  the model switch (memory/reembed.py)
 from .episode_extras import EpisodeExtras, EpisodeMetadata
 from .erasure_journal import ErasureJournal  # noqa: F401  an erasure's unfinished index part (memory/erasure_index.py)
-from .install import identity, seal
+from .install import Sealed
 from .job_models import Job, JobInput  # noqa: F401  background jobs (memory/jobs.py)
 from .usage_models import EpisodeUse  # noqa: F401  how often each memory is used (memory/usage.py)
 
@@ -134,12 +132,13 @@ class EpisodeQuerySet(models.QuerySet["Episode"]):
         return self.filter(pk__in=ids)
 
 
-class Episode(EpisodeExtras, models.Model):
+class Episode(EpisodeExtras, Sealed):
     episode_id = models.CharField(max_length=12, unique=True)
     user_key = models.CharField(max_length=400)
     scope_key = models.CharField(max_length=400)
     content_stored = models.TextField(db_column="content")
     encrypted = models.BooleanField(default=False)
+    sealed_column = "content_stored"
     tags = models.JSONField(default=list)
     # ",tag1,tag2," so that a tag filter is a portable LIKE on every database.
     tags_text = models.CharField(max_length=1400, blank=True)
@@ -179,6 +178,9 @@ class Episode(EpisodeExtras, models.Model):
             models.Index(fields=["user_key", "sender_id", "-timestamp", "-id"], name="episode_scope_sender_time"),
             models.Index(fields=["user_key", "status", "-importance", "-id"], name="episode_scope_status_imp"),
             models.Index(fields=["user_key", "-importance", "-id"], name="episode_scope_imp"),
+            # A speaker's count read from the index alone, a speaker's page by importance: 0018.
+            models.Index(fields=["user_key", "sender_id", "status"], name="episode_scope_sender_status"),
+            models.Index(fields=["user_key", "sender_id", "-importance", "-id"], name="episode_scope_sender_imp"),
             # The episodes an episode replaced (its detail page), and an import's duplicate check.
             models.Index(fields=["user_key", "superseded_by"], name="episode_scope_superseded_by"),
             models.Index(fields=["user_key", "imported_episode_id"], name="episode_scope_imported"),
@@ -227,32 +229,33 @@ class Episode(EpisodeExtras, models.Model):
 
     @property
     def content(self) -> str:  # RowBindingError when sealed for another row (`install.IDENTITY`)
-        return crypto.open_text(self.content_stored, self.encrypted, identity(self))
+        return self.opened()
 
     def set_content(self, text: str) -> None:  # set episode_id and user_key first: they are sealed in
-        self.content_stored, self.encrypted = seal(text, self)
+        self.seal_column(text)
 
     @property
     def effective_status(self) -> str:
         return self.status if self.status in STATUSES else STATUS_ACTIVE
 
 
-class SealedPayload(models.Model):
+class SealedPayload(Sealed):
     """Abstract: a JSON payload stored plain or Fernet-encrypted."""
 
     payload_stored = models.TextField(db_column="payload", default="{}")
     encrypted = models.BooleanField(default=False)
+    sealed_column = "payload_stored"
 
     class Meta:
         abstract = True
 
     @property
     def payload(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(crypto.open_text(self.payload_stored, self.encrypted, identity(self)))
+        data: dict[str, Any] = json.loads(self.opened())
         return data
 
     def set_payload(self, data: dict[str, Any]) -> None:  # the row's identity is sealed in (`install.IDENTITY`)
-        self.payload_stored, self.encrypted = seal(canonical_json(data), self)
+        self.seal_column(canonical_json(data))
 
 
 def canonical_json(data: Any) -> str:

@@ -117,6 +117,30 @@ class ProfileChange:
     adjusted: list[str] = field(default_factory=list)
 
 
+def profile_answer(profile_type: str, sender_id: str, data: dict[str, Any], row: Profile | None) -> dict[str, Any]:
+    """A profile as the bot-facing faces answer it (the JSON API's `Profile`, the MCP tools')."""
+    return {
+        "type": profile_type,
+        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
+        "name": data.get("name", ""),
+        "traits": data.get("traits", []),
+        "preferences": data.get("preferences", []),
+        "notes": data.get("notes", ""),
+        "version": row.version if row else 0,
+        "updated_at": row.updated_at.isoformat() if row else None,
+    }
+
+
+def profile_change_answer(profile_type: str, sender_id: str, change: ProfileChange) -> dict[str, Any]:
+    """The answer to a profile update: the profile after it, what a full profile evicted, what was cut."""
+    row = change.profile
+    return {
+        **profile_answer(profile_type, sender_id, row.payload, row),
+        "evicted": {"traits": change.evicted.get("traits", []), "preferences": change.evicted.get("preferences", [])},
+        "adjusted": change.adjusted,
+    }
+
+
 def save_profile(
     keys: ScopeKeys,
     actor: Actor,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import CharField, Count, F, Max, Q, QuerySet, Value
 from django.db.models.functions import Concat, Substr
 from django.db.models.lookups import Exact, GreaterThanOrEqual, In
@@ -213,16 +214,16 @@ def _unindexed(field: str) -> Concat:
 
 def _planned(where: EpisodeFilter, sort: str) -> EpisodeQuerySet:
     """The filtered rows, written so that a planner without statistics (SQLite's) seeks the index
-    of the order: with a speaker, (scope, speaker, event time, id) rather than walking the scope's
+    of the order: with a speaker, (scope, speaker, order, id) rather than walking the scope's
     status index for that speaker's rows; with a minimum importance and another order, the
-    order's index filtered by importance rather than every important row sorted. PostgreSQL plans
-    both forms alike. The same rows either way."""
+    order's index filtered by importance rather than every important row sorted. PostgreSQL gets
+    the plain form (hinted, it sorts a speaker's rows: 15 ms, not 0.2, at 1M). The same rows."""
     hidden: dict[str, Any] = {}
-    if where.sender_id and where.statuses is not None and sort == "time":
+    if where.sender_id and where.statuses is not None:
         hidden["statuses"] = None
     if where.importance_min is not None and sort != "importance":
         hidden["importance_min"] = None
-    if not hidden:
+    if not hidden or connection.vendor != "sqlite":
         return where.episodes()
     rows = replace(where, **hidden).episodes()
     if "statuses" in hidden and where.statuses is not None:
@@ -252,13 +253,17 @@ def _count(keys: ScopeKeys, where: EpisodeFilter) -> EpisodeCount:
     index_served = replace(
         narrowed, sender_id=where.sender_id, time_after=where.time_after, time_before=where.time_before
     )
-    if where == index_served or total <= COUNT_LIMIT:
-        rows = _planned(where, "time") if where.sender_id else where.episodes()
-        matching = rows.order_by()[: COUNT_LIMIT + 1].count()
+    # "Used in the last N days" is exact too: a list of used ids (usage.used_where) bounds it.
+    if where == index_served or total <= COUNT_LIMIT or where.used_within_days is not None:
+        matching = where.episodes().order_by()[: COUNT_LIMIT + 1].count()  # (scope, speaker, status)
         return EpisodeCount(min(matching, COUNT_LIMIT), total, matching > COUNT_LIMIT, filtered=True)
-    newest = narrowed.episodes().order_by("-id").values("id")[:COUNT_LIMIT]
-    sampled = where.episodes().filter(id__in=newest).count()
-    estimate = round(sampled * total / COUNT_LIMIT)
+    # The COUNT_LIMIT-th newest id, from the (scope, status, id) index alone; then the rows from it
+    # on, read by that index in id order (importance hidden from the planner, as in `_planned`).
+    oldest = next(iter(narrowed.episodes().order_by("-id").values_list("id", flat=True)[COUNT_LIMIT - 1 :][:1]), 0)
+    sampled = _planned(replace(where, importance_min=None), "time").filter(id__gte=oldest)
+    if where.importance_min is not None:
+        sampled = sampled.filter(GreaterThanOrEqual(F("importance") + 0, where.importance_min))
+    estimate = round(sampled.count() * total / COUNT_LIMIT)
     return EpisodeCount(estimate, total, filtered=True, estimated=True)
 
 

@@ -2,7 +2,8 @@
 
 final = relevance × recency × importance × speaker × update × exact, clamped to [0, 1], where
 relevance = 0.7 × vector similarity + 0.3 × lexical score (hybrid retrieval, LangBot's 0.7 vector
-weight; the lexical score alone when there is no embedding model), and recency =
+weight; 0.3 × similarity + 0.7 × lexical for a Chinese or Japanese query with an English-only model,
+`vector_weight`; the lexical score alone when there is no embedding model), and recency =
 exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing). A query that is exactly an
 episode's id ranks that episode first (`is_exact_id_query`).
 """
@@ -45,6 +46,13 @@ FIRST_PERSON_WORDS = frozenset(
 )
 FIRST_PERSON_CJK = ("我", "俺", "僕", "私", "わたし", "あたし", "ぼく", "나는", "내가", "저는")
 _WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+# Spanish drops the pronoun ("¿En qué trabajo?", "¿A dónde voy?"): the verb right after a question
+# word, in the first person singular of the present (-o, or -oy: voy, soy, estoy, doy), says who.
+_ES_QUESTION_VERB = re.compile(
+    r"(?:^|[¿\s])(?:(?:a|en|de|con|para|por|desde|hasta)\s+)?"
+    r"(?:qu[eé]|d[oó]nde|ad[oó]nde|cu[aá]ndo|cu[aá]l(?:es)?|c[oó]mo|qui[eé]n(?:es)?|cu[aá]nt[oa]s?)\s+([^\W\d_]+)"
+)
+_NOT_VERBS = frozenset({"tanto", "mucho", "poco", "otro", "todo", "esto", "eso", "aquello", "tiempo", "año", "lo"})
 
 
 def is_first_person(query: str) -> bool:
@@ -52,15 +60,33 @@ def is_first_person(query: str) -> bool:
     lowered = query.casefold()
     if any(mark in lowered for mark in FIRST_PERSON_CJK):
         return True
-    return any(word in FIRST_PERSON_WORDS for word in _WORDS.findall(lowered))
+    if any(word in FIRST_PERSON_WORDS for word in _WORDS.findall(lowered)):
+        return True
+    return any(
+        verb not in _NOT_VERBS and len(verb) >= 3 and verb.endswith(("o", "oy"))
+        for verb in _ES_QUESTION_VERB.findall(lowered)
+    )
 
 
-def relevance(similarity: float, lexical: float, *, vectors: bool = True) -> float:
-    """The fused relevance the floor and the ranking start from (0..1)."""
+# An English-only model rates any two Chinese (or Japanese) sentences 0.4-0.9 alike: for a query in
+# those scripts its similarity is weak evidence, and the lexical score leads the fusion instead.
+VECTOR_WEIGHT_UNREAD = 0.3
+_CJK_TEXT = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+
+
+def vector_weight(query: str, *, english_only: bool) -> float:
+    """The vector similarity's share of the fused relevance for `query` (the lexical score has the
+    rest): 0.7 (LangBot's weight), or 0.3 for a Chinese or Japanese query with an English-only model."""
+    return VECTOR_WEIGHT_UNREAD if english_only and _CJK_TEXT.search(query) else VECTOR_WEIGHT
+
+
+def relevance(similarity: float, lexical: float, *, vectors: bool = True, weight: float = VECTOR_WEIGHT) -> float:
+    """The fused relevance the floor and the ranking start from (0..1): `weight` × similarity +
+    (1 − `weight`) × lexical score; the lexical score alone without a model (`vectors=False`)."""
     similarity, lexical = max(0.0, min(1.0, similarity)), max(0.0, min(1.0, lexical))
     if not vectors:
         return lexical
-    return VECTOR_WEIGHT * similarity + (1.0 - VECTOR_WEIGHT) * lexical
+    return weight * similarity + (1.0 - weight) * lexical
 
 
 @dataclass(frozen=True)
@@ -78,6 +104,12 @@ class Breakdown:
     @property
     def fused(self) -> float:
         return self.similarity if self.relevance is None else self.relevance
+
+    @property
+    def topical(self) -> float:
+        """The score without recency: how well the episode answers the question, whatever its age
+        (how the speaker's own episodes are ordered for a first-person question)."""
+        return self.fused * self.importance * self.update * self.exact
 
     @property
     def score(self) -> float:
@@ -173,6 +205,7 @@ def breakdown(
     half_life_days: float,
     lexical: float | None = None,
     vectors: bool = True,
+    vector_weight: float = VECTOR_WEIGHT,
 ) -> Breakdown:
     """The breakdown of one candidate; `lexical=None` ranks by vector similarity alone."""
     return Breakdown(
@@ -183,5 +216,5 @@ def breakdown(
         update=UPDATE_WEIGHT if is_update(tags) else 1.0,
         exact=exact_boost(exact),
         lexical=max(0.0, min(1.0, lexical or 0.0)),
-        relevance=None if lexical is None else relevance(similarity, lexical, vectors=vectors),
+        relevance=None if lexical is None else relevance(similarity, lexical, vectors=vectors, weight=vector_weight),
     )

@@ -2,9 +2,10 @@
 
 Candidates come from the current speaker's own episodes first (vector and lexical), then from the
 whole scope (LangBot's two-stage retrieval); each gets a fused relevance, 0.7 × vector similarity +
-0.3 × lexical score (`ranking.relevance`). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is
-dropped; the rest are ranked by relevance × recency × importance × speaker × update × exact and cut
-at top_k. `retrieve` keeps every candidate with the reason it was kept or dropped (the injection
+0.3 × lexical score (`ranking.relevance`; 0.3/0.7 for a Chinese or Japanese query with an
+English-only model). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is dropped; the rest are
+ranked by relevance × recency × importance × speaker × update × exact (a first-person question's
+asker's own episodes first, by that score without recency) and cut at top_k. `retrieve` keeps every candidate with the reason it was kept or dropped (the injection
 snapshot stores them); `recall` returns the hits.
 """
 
@@ -186,6 +187,7 @@ class _Pool:
     stages: dict[str, list[str]]
     lexical: LexicalQuery
     vectors: bool
+    vector_weight: float = ranking.VECTOR_WEIGHT
 
     @classmethod
     def gather(cls, keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter, speaker: str) -> _Pool:
@@ -197,6 +199,8 @@ class _Pool:
         if use_vectors:
             # During a model switch, the model the scope's index still holds (reembed.py).
             model_id, vector = reembed.query_vector(keys.user_key, query)
+            spec = embeddings.spec_for_model_id(model_id)
+            pool.vector_weight = ranking.vector_weight(query, english_only=bool(spec and spec.english_only))
             if speaker and found.sender_id in ("", speaker):
                 pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
             pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
@@ -304,17 +308,20 @@ class _Pool:
                 half_life_days=half_life,
                 lexical=self.lexical.score(document_text(row, content)),
                 vectors=self.vectors,
+                vector_weight=self.vector_weight,
             )
             candidates.append(Candidate(RecallHit(row, parts.score, parts), self.stages.get(row.episode_id, [])))
         # A query that is an episode's id asks for that episode: it comes first, whatever its age or
         # score. A first-person question of the current speaker is about them: their own episodes
-        # above the floor come next (speaker-first), then everything else by score.
+        # above the floor come next (speaker-first), the one that answers it best first (by the
+        # score without recency: which of my memories is about my job is not a matter of age), then
+        # everything else by score.
         first_person = bool(speaker) and ranking.is_first_person(query)
 
-        def order(c: Candidate) -> tuple[bool, bool, float, int]:
-            e = c.hit.episode
-            own = first_person and e.sender_id == speaker and c.hit.breakdown.fused >= floor
-            return ranking.is_exact_id_query(query, e.episode_id), own, c.hit.score, e.id
+        def order(c: Candidate) -> tuple[bool, bool, float, float, int]:
+            e, parts = c.hit.episode, c.hit.breakdown
+            own = first_person and e.sender_id == speaker and parts.fused >= floor
+            return ranking.is_exact_id_query(query, e.episode_id), own, parts.topical if own else 0.0, c.hit.score, e.id
 
         candidates.sort(key=order, reverse=True)
         kept = 0

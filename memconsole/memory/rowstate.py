@@ -29,8 +29,6 @@ from typing import Any
 from django.db import models, transaction
 from django.db.models.signals import post_save
 
-from memconsole.lib import crypto
-
 log = logging.getLogger("memconsole.memory")
 
 IDENTITY: dict[str, tuple[str, ...]] = {
@@ -113,7 +111,7 @@ def sealed_plain(row: Any) -> str:
     cached = row.__dict__.get(_PLAIN)
     if cached is not None and cached[0] == stored:
         return str(cached[1])
-    return crypto.open_text(stored, row.encrypted, identity(row))
+    return str(row.opened())  # `install.Sealed`
 
 
 def state(row: Any) -> list[Any]:

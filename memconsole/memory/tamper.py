@@ -30,32 +30,14 @@ from memconsole.lib import crypto
 
 from . import audit, rowstate
 from .models import AuditEntry, Episode, Profile
-from .paging import batches_by_pk
+from .paging import batches_by_pk, chunks
 from .reports import Report
 
 BATCH = 1000
 NAMED = 10  # forged rows named in a report (all are counted)
 
-# What the walk over the chain loads of an entry: its structural (HMAC-covered) fields.
-_ENTRY_FIELDS = (
-    "pk",
-    "seq",
-    "audit_id",
-    "timestamp",
-    "operation",
-    "scope_key",
-    "user_key",
-    "actor_type",
-    "actor",
-    "sender_id",
-    "target_type",
-    "target_id",
-    "query_id",
-    "payload_digest",
-    "prev_hash",
-    "entry_hash",
-    "row_states",
-)
+# What the walk over the chain loads of an entry: its structural (HMAC-covered) fields and its hash.
+_ENTRY_FIELDS = ("pk", "entry_hash", *audit.HASHED_FIELDS)
 
 
 @dataclass
@@ -222,5 +204,5 @@ def check_rows(batch: int = BATCH) -> RowCheckReport:
 
 
 def _rows(model: type[models.Model], pks: list[int]) -> Iterator[Any]:
-    for start in range(0, len(pks), BATCH):
-        yield from loaded(model).filter(pk__in=pks[start : start + BATCH]).order_by("pk")
+    for batch in chunks(pks, BATCH):
+        yield from loaded(model).filter(pk__in=batch).order_by("pk")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ from django.utils import timezone
 
 from .episode_extras import MAX_KIND_CHARS
 from .errors import ValidationError
-from .models import STATUS_ACTIVE, STATUSES
+from .models import SOURCES, STATUS_ACTIVE, STATUSES
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -214,3 +215,56 @@ def validate_metadata(value: Any, name: str = "metadata") -> dict[str, Any]:
         raise ValidationError(f"{name} is nested more than {MAX_METADATA_DEPTH} levels deep", field=name)
     result: dict[str, Any] = json.loads(encoded)  # a plain copy: tuples become lists, keys strings
     return result
+
+
+# --- an episode to remember --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NewEpisode:
+    """An episode to store, validated (`validate_new_episode`): what `remember` and
+    `batch_remember.remember_many` store, with the inputs that were adjusted to fit a limit."""
+
+    content: str
+    tags: list[str]
+    importance: int
+    sender_id: str
+    sender_name: str
+    timestamp: datetime
+    source: str
+    query_id: str
+    kind: str
+    metadata: dict[str, Any]
+    adjusted: list[str]
+
+
+def validate_new_episode(
+    content: Any,
+    *,
+    tags: Any = None,
+    importance: Any = 2,
+    sender_id: Any = "",
+    sender_name: Any = "",
+    timestamp: Any = None,
+    source: str = "agent",
+    query_id: Any = "",
+    kind: Any = "",
+    metadata: Any = None,
+) -> NewEpisode:
+    """remember's inputs checked (`ValidationError` naming the field) and cleaned: content trimmed,
+    importance clamped to 1-5 (then named in `adjusted`), timestamp now when absent."""
+    content = text(content, "content", max_content_chars(), required=True).strip()
+    tags = validate_tags(tags)
+    importance, importance_adjusted = clamp_importance(importance)
+    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
+    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
+    timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
+    query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
+    kind = validate_kind(kind)
+    metadata = validate_metadata(metadata)
+    if source not in SOURCES:
+        raise ValidationError(f"unknown source {source!r}", field="source")
+    adjusted = ["importance"] if importance_adjusted else []
+    return NewEpisode(
+        content, tags, importance, sender_id, sender_name, timestamp, source, query_id, kind, metadata, adjusted
+    )

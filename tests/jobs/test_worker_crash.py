@@ -1,7 +1,9 @@
 """A job worker killed with SIGKILL mid-job (issue 21): the real `manage.py jobs_worker` runs an
 import of a few thousand episodes against a file SQLite database; it is killed in the middle, a
 new worker starts, finds the job's heartbeat stale, resumes it and finishes it: every episode
-exactly once. With no worker left to resume it, the job page tells how to finish it."""
+exactly once. The import writes in batches, each committed with the job's checkpoint: a worker
+killed between two batches leaves the batches it committed, and the resumed attempt writes only the
+rest. With no worker left to resume it, the job page tells how to finish it."""
 
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from tests.processes import MANAGE, REPO, clean_env, run_script
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 EPISODES = 1500
 STALE = 3  # MEMCONSOLE_JOBS_STALE_SECONDS for these workers
+BATCH = 200  # memconsole.memory.imports.writer.JOB_BATCH: episodes per committed transaction
 
 
 def site_env(root: Path) -> dict[str, str]:
@@ -55,6 +58,17 @@ def job_row(database: Path, job_id: str) -> dict[str, Any]:
     return {**dict(row), "episodes": episodes}
 
 
+def imported(database: Path) -> tuple[int, int]:
+    """(episodes, distinct imported ids) of the import's bot: equal when none was written twice."""
+    connection = sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        return connection.execute(
+            "SELECT COUNT(*), COUNT(DISTINCT imported_episode_id) FROM memory_episode WHERE bot_uuid = 'crash-bot'"
+        ).fetchone()
+    finally:
+        connection.close()
+
+
 def wait_for(database: Path, job_id: str, done: Any, timeout: float = 240) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -81,17 +95,15 @@ def kill_hard(process: subprocess.Popen[bytes]) -> None:
     process.wait(timeout=30)
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> tuple[dict[str, str], Path, str]:
+def make_site(tmp_path: Path, count: int) -> tuple[dict[str, str], Path, str]:
+    """A migrated site with a queued import job of `count` episodes (ids e0, e1, ...)."""
     env = site_env(tmp_path)
     migrated = subprocess.run(
         [sys.executable, str(MANAGE), "migrate", "--noinput", "-v", "0"], cwd=REPO, env=env, capture_output=True
     )
     assert migrated.returncode == 0, migrated.stderr
     upload = tmp_path / "memory.json"
-    episodes = [
-        {"id": f"e{i}", "content": f"fact {i} about topic {i % 40}", "status": "active"} for i in range(EPISODES)
-    ]
+    episodes = [{"id": f"e{i}", "content": f"fact {i} about topic {i % 40}", "status": "active"} for i in range(count)]
     upload.write_text(json.dumps({"version": 1, "scope_key": "old:group_1", "episodes": episodes}))
     payload = {
         "kind": "import",
@@ -103,6 +115,11 @@ def site(tmp_path: Path) -> tuple[dict[str, str], Path, str]:
     submitted = run_script(SCRIPTS / "submit_job.py", env, payload)
     assert submitted.returncode == 0, submitted.stderr
     return env, tmp_path / "db.sqlite3", json.loads(submitted.stdout)["job_id"]
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> tuple[dict[str, str], Path, str]:
+    return make_site(tmp_path, EPISODES)
 
 
 def test_it_resumes_a_job_whose_worker_was_killed_mid_job(site, tmp_path):
@@ -145,11 +162,52 @@ def test_it_reports_a_killed_job_as_interrupted_with_the_command_that_finishes_i
     finally:
         kill_hard(last)
     assert row["status"] == "interrupted" and f"manage.py resume_job {job_id}" in row["note"], row
-    assert row["episodes"] == 0  # all or nothing: no killed attempt wrote anything
+    assert row["episodes"] % BATCH == 0 and row["episodes"] < EPISODES, row  # whole committed batches only
 
     resumed = subprocess.run(
         [sys.executable, str(MANAGE), "resume_job", job_id], cwd=REPO, env=env, capture_output=True, text=True
     )
     assert resumed.returncode == 0, resumed.stderr
-    assert "succeeded" in resumed.stdout and job_row(database, job_id)["episodes"] == EPISODES
+    assert "succeeded" in resumed.stdout and imported(database) == (EPISODES, EPISODES)
     assert "indexing: 1500/1500" in resumed.stderr  # progress on stderr (plain lines: not a terminal)
+
+
+def test_it_resumes_an_import_killed_between_batches_and_writes_every_episode_once(tmp_path):
+    count = 6 * BATCH
+    env, database, job_id = make_site(tmp_path, count)
+    log = tmp_path / "worker.log"
+    first = start_worker(env, log)
+    try:
+        wait_for(database, job_id, lambda row: row["stage"] == "writing" and row["done"] >= BATCH)
+    finally:
+        kill_hard(first)
+    killed = job_row(database, job_id)
+    assert killed["status"] == "running" and 0 < killed["episodes"] < count, killed  # a partial import
+    assert killed["episodes"] % BATCH == 0, killed  # of whole committed batches
+
+    second = start_worker(env, log)
+    try:
+        finished = wait_for(database, job_id, lambda row: row["status"] in {"succeeded", "failed", "interrupted"})
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.wait(timeout=60)
+    assert finished["status"] == "succeeded" and finished["attempts"] == 2, (finished, log.read_text()[-3000:])
+    assert imported(database) == (count, count)  # every episode exactly once
+    connection = sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True, timeout=30)
+    try:
+        (report_json,) = connection.execute(
+            "SELECT report FROM memory_job WHERE id = ?", (job_id.replace("-", ""),)
+        ).fetchone()
+        audit_entries = connection.execute(
+            "SELECT COUNT(*) FROM memory_auditentry WHERE operation = 'import' AND scope_key LIKE 'crash-bot:%'"
+        ).fetchone()[0]
+    finally:
+        connection.close()
+    report = json.loads(report_json)
+    # The report counts the whole file, the batches of the killed attempt included, none as a conflict.
+    assert (report["episodes"], report["conflict_count"], report["indexed"]) == (count, 0, count), report
+    assert audit_entries == count // BATCH + 1  # one per committed batch, once each, and the summary
+    check = subprocess.run(
+        [sys.executable, str(MANAGE), "reindex", "--check"], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    assert check.returncode == 0, check.stdout + check.stderr

@@ -9,20 +9,13 @@ import pytest
 from cryptography.fernet import Fernet
 from django.db import connection, transaction
 
-from memconsole import settings as project_settings
 from memconsole.lib import embeddings
 from memconsole.memory import episodes, injection, lexical, retrieval
 from memconsole.memory.models import Episode
 from memconsole.memory.scopes import derive_scope
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def relevance_floor(memory_settings):
-    """The relevance floor as shipped (the suite's conftest turns it off for everything else)."""
-    memory_settings.MEMCONSOLE_RECALL_MIN_SIMILARITY = project_settings.MEMCONSOLE_RECALL_MIN_SIMILARITY
-    return memory_settings.MEMCONSOLE_RECALL_MIN_SIMILARITY
+# The relevance floor as shipped (tests/conftest.py's `shipped_floor`; the suite turns it off elsewhere).
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shipped_floor")]
 
 
 CHAT = [
@@ -132,6 +125,15 @@ def test_the_lexical_part_is_in_the_breakdown_and_finds_cjk_words(keys, chat):
     assert hits and hits[0].episode.content == "我下周三要去成都出差"
     parts = hits[0].breakdown.as_dict()
     assert parts["lexical"] == pytest.approx(1.0)
+    # A Chinese query with the English-only default model: the lexical score leads (0.3 / 0.7).
+    assert parts["relevance"] == pytest.approx(0.3 * parts["similarity"] + 0.7 * parts["lexical"], abs=1e-5)
+
+
+def test_an_english_query_fuses_seven_tenths_vector_three_tenths_lexical(keys, chat):
+    hits = retrieval.recall(keys, "business trip to Chicago", top_k=1)
+
+    parts = hits[0].breakdown.as_dict()
+    assert hits[0].episode.content == "Next week I have a business trip to Chicago" and parts["lexical"] > 0.5
     assert parts["relevance"] == pytest.approx(0.7 * parts["similarity"] + 0.3 * parts["lexical"], abs=1e-5)
 
 

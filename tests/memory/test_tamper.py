@@ -12,7 +12,7 @@ from cryptography.fernet import Fernet
 from django.db import transaction
 
 from memconsole.lib import crypto, vectors
-from memconsole.memory import bulk, editing, episodes, imports, profiles, rotation, rowstate, tamper
+from memconsole.memory import audit, bulk, editing, episodes, imports, profiles, rotation, rowstate, tamper
 from memconsole.memory.health import integrity
 from memconsole.memory.models import AuditEntry, Episode, Profile
 from memconsole.memory.reindex import reindex
@@ -153,6 +153,14 @@ def test_edited_recorded_row_states_break_the_chain_check(keys, system):
     check = row_check()
 
     assert check["status"] == "ERROR" and f"entry #{entry.seq}" in check["detail"]
+
+
+def test_it_walks_the_chain_without_a_query_per_entry(keys, system, django_assert_num_queries):
+    remembered(keys, system, "an ordinary memory")
+    entry = AuditEntry.objects.only("pk", "entry_hash", *audit.HASHED_FIELDS).exclude(row_states="").last()
+
+    with django_assert_num_queries(0):  # every field the entry's hash covers was loaded with it
+        assert audit.entry_hash(entry) == entry.entry_hash
 
 
 def test_a_rolled_back_change_is_not_recorded(keys, system):

@@ -20,7 +20,7 @@ from memconsole.memory.episodes import archive, delete, get_episode, restore
 from memconsole.memory.errors import Unavailable
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import Episode, Scope, Status
-from memconsole.memory.retrieval import recall
+from memconsole.memory.retrieval import retrieve
 from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
@@ -38,7 +38,7 @@ HISTORY_LIMIT = 50
 def _search_or_list(request: ConsoleRequest, keys: ScopeKeys, form: forms.EpisodeFilterForm) -> dict[str, Any]:
     data = form.cleaned_data
     if form.searching:
-        hits = recall(
+        hits = retrieve(  # recall's own search, with every filter of the list (the usage one too)
             keys,
             data["q"],
             top_k=data.get("top_k") or forms.DEFAULT_TOP_K,
@@ -46,7 +46,7 @@ def _search_or_list(request: ConsoleRequest, keys: ScopeKeys, form: forms.Episod
             tags=[data["tag"]] if data.get("tag") else None,
             actor=request.actor,
             **form.filters(),
-        )
+        ).hits
         return {"hits": hits}
     page, count = queries.episode_page(
         keys,
@@ -96,6 +96,7 @@ def episodes(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResp
     # So that the page-size and number-of-results fields show what is used.
     query.setdefault("limit", str(forms.DEFAULT_PAGE_SIZE))
     query.setdefault("top_k", str(forms.DEFAULT_TOP_K))
+    query.setdefault("used_days", str(usage.DEFAULT_USED_DAYS))  # the N of "used in the last N days"
     form = forms.EpisodeFilterForm(query)
     valid = form.is_valid() and resolve_speaker_filter(keys, form)  # a name or an id (people_forms.py)
     results, status = _results(request, keys, form) if valid else ({}, 400)

@@ -17,15 +17,21 @@ kept as `original_source`.
 The whole file is read and checked (`readers`, `fields`) before anything is written; a bad file is
 rejected with an `ImportFileError` saying what and where (line and column for JSON syntax, the
 record's index or row id and the field otherwise), and nothing is written; a value of the wrong
-type (a number as content, tags neither a list nor a comma-joined string) is such an error. Then one transaction
-writes it all and the vectors follow (`writer`). The `ImportReport` says what happened per scope.
+type (a number as content, tags neither a list nor a comma-joined string) is such an error. Then
+the rows are written and the vectors follow (`writer`): in one transaction, or, for a background
+job (`checkpoint`), in batches that each commit and record how far the import has got, so that
+SQLite's write lock is free between them and an interrupted job resumes after its last committed
+batch (until then its import is partial). A dry run writes nothing. The `ImportReport` says what
+happened per scope.
 """
 
 from __future__ import annotations
 
 import re
+import secrets
 import shutil
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -80,8 +86,10 @@ def import_file(
     include_messages: bool = False,
     progress: Progress | None = None,
     file_name: str | None = None,
+    checkpoint: writer.Checkpoint | None = None,
 ) -> ImportReport:
-    """Import one file atomically into the target scope(s); see the package docstring.
+    """Import one file into the target scope(s): atomically, or in resumable batches recorded in
+    `checkpoint` (a job's); see the package docstring.
 
     Raises `ImportFileError` (a `ValidationError`) for a bad file or target, `PermissionDenied`
     when the actor may not use `bot_uuid`; in both cases nothing is written.
@@ -94,7 +102,7 @@ def import_file(
         session_name = None
     path = Path(path)
     report = ImportReport(format=fmt, dry_run=dry_run, file_name=file_name if file_name is not None else path.name)
-    plan = Plan()
+    plan = _plan(checkpoint if not dry_run else None)
     derive_scope(bot_uuid, session_name or "check", isolation)  # a bad bot_uuid/isolation fails first
 
     def target(file_session: Any, where: str) -> ScopeKeys:
@@ -118,11 +126,25 @@ def import_file(
     report.facts, report.messages = len(plan.facts), len(plan.messages)
     if dry_run:
         return report
-    writer.write(plan, kept, report, actor, progress)
+    if checkpoint is not None and checkpoint.state.get("written"):  # resumed after the write: index what it wrote
+        report = ImportReport.from_dict(checkpoint.state["report"])
+    else:
+        writer.write(plan, kept, report, actor, progress, checkpoint)
     new_ids = [item.new_id for item in kept]
     del kept  # only the ids are needed from here on
     writer.index(new_ids, report, progress)
     return report
+
+
+def _plan(checkpoint: writer.Checkpoint | None) -> Plan:
+    """An empty plan; a batched import's has the seed and time of its first attempt (or new ones)."""
+    if checkpoint is None:
+        return Plan()
+    state = checkpoint.state
+    plan = Plan(id_seed=state.get("seed") or secrets.token_hex(8))
+    if state.get("imported_at"):
+        plan.imported_at = datetime.fromisoformat(state["imported_at"])
+    return plan
 
 
 def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:

@@ -7,6 +7,12 @@ before, or the scope's own episode) or appears earlier in the file is a conflict
 rest get new ids and `superseded_by` is mapped to them; a profile that already exists is reported
 as a conflict (it gets the imported one as a new version).
 
+A plan with an `id_seed` (a background job's import, which writes in batches and may be resumed)
+makes its new ids from the seed and each episode's place in the file, so a resumed attempt, reading
+the same file, gives every episode the id the first attempt gave it: an old id already in the scope
+*under that id* is this import's own earlier batch, kept (the writer skips what is written), not a
+conflict. Without a seed the ids are random.
+
 An episode the source had deleted (LangBot's `deleted`) never enters the plan's episodes: it is
 kept aside and reported as skipped (`skipped_deleted`), in a dry run and a real run alike. The
 notes (warnings) of the records that will be written go into the report.
@@ -14,6 +20,7 @@ notes (warnings) of the records that will be written go into the report.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -91,6 +98,13 @@ class Plan:
     messages: list[MessageIn] = field(default_factory=list)
     # The import's one "now": rows' created_at, and the time of an episode whose timestamp is empty.
     imported_at: datetime = field(default_factory=timezone.now)
+    id_seed: str = ""  # see the module docstring
+
+    def new_id(self, index: int) -> str:
+        """The new id of the episode at `index` in `episodes`: random, or derived from `id_seed`."""
+        if not self.id_seed:
+            return new_episode_id()
+        return hashlib.sha256(f"{self.id_seed}:{index}".encode()).hexdigest()[:12]
 
     def keys_for(self, bot_uuid: str, session_name: Any, isolation: str, where: str) -> ScopeKeys:
         """The keys of a target scope (recorded in the plan); `ImportFileError` for a bad session."""
@@ -117,9 +131,9 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
 
     Returns the episodes to write.
     """
-    by_user_key: dict[str, list[EpisodeIn]] = {}
-    for episode in plan.episodes:
-        by_user_key.setdefault(episode.keys.user_key, []).append(episode)
+    by_user_key: dict[str, list[tuple[str, EpisodeIn]]] = {}
+    for index, episode in enumerate(plan.episodes):
+        by_user_key.setdefault(episode.keys.user_key, []).append((plan.new_id(index), episode))
     kept: list[EpisodeIn] = []
     for user_key, episodes in by_user_key.items():
         kept.extend(_new_episodes(user_key, episodes, report))
@@ -166,19 +180,16 @@ def _existing_ids(user_key: str, old_ids: list[str]) -> dict[str, str]:
     return existing
 
 
-def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport) -> list[EpisodeIn]:
-    existing = _existing_ids(user_key, sorted({e.old_id for e in episodes if e.old_id}))
+def _new_episodes(user_key: str, candidates: list[tuple[str, EpisodeIn]], report: ImportReport) -> list[EpisodeIn]:
+    """`candidates`: (the id the episode gets if kept, the episode), in file order."""
+    existing = _existing_ids(user_key, sorted({e.old_id for _, e in candidates if e.old_id}))
     # {the id the file uses: the episode id it has in the scope}, to map superseded_by.
     new_ids: dict[str, str] = dict(existing)
     taken: set[str] = set()
     kept: list[EpisodeIn] = []
-    for episode in episodes:
-        if episode.old_id and episode.old_id in existing:
-            report.conflict(
-                episode.keys, "exists", episode.where, "already in the target scope; skipped", episode.old_id
-            )
-            new_ids.setdefault(episode.ref, existing[episode.old_id])
-            continue
+    episodes = [episode for _, episode in candidates]
+    for new_id, episode in candidates:
+        ours = bool(episode.old_id) and existing.get(episode.old_id) == new_id  # written by an earlier attempt
         if episode.old_id and episode.old_id in taken:
             report.conflict(
                 episode.keys,
@@ -188,7 +199,13 @@ def _new_episodes(user_key: str, episodes: list[EpisodeIn], report: ImportReport
                 episode.old_id,
             )
             continue
-        episode.new_id = new_episode_id()
+        if episode.old_id and episode.old_id in existing and not ours:
+            report.conflict(
+                episode.keys, "exists", episode.where, "already in the target scope; skipped", episode.old_id
+            )
+            new_ids.setdefault(episode.ref, existing[episode.old_id])
+            continue
+        episode.new_id = new_id
         if episode.old_id:
             taken.add(episode.old_id)
         if episode.ref:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TypedDict
+from dataclasses import dataclass, field, fields
+from typing import Any, TypedDict
 
 from ..errors import ValidationError
 from ..reports import OMIT, Report
@@ -75,6 +75,14 @@ class ImportReport(Report):
     # {scope_key: {"skipped_deleted": n, "warnings": n}} for each scope's audit entry (not in JSON:
     # ScopeTally is the per-scope JSON shape).
     scope_extras: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ImportReport:
+        """The report back from `as_dict()` (a resumed job's, stored when its write committed)."""
+        names = {f.name for f in fields(cls)} - {"scopes", "scope_extras"}
+        report = cls(**{key: value for key, value in data.items() if key in names})
+        report.scopes = {scope["scope_key"]: scope for scope in data.get("scopes", [])}
+        return report
 
     def json_scopes(self) -> list[ScopeTally]:
         return list(self.scopes.values())

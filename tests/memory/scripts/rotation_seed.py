@@ -23,9 +23,8 @@ from django.db import transaction  # noqa: E402
 
 from memconsole.memory import audit  # noqa: E402
 from memconsole.memory.audit import Actor  # noqa: E402
-from memconsole.memory.models import InjectionSnapshot  # noqa: E402
 from memconsole.memory.scopes import derive_scope  # noqa: E402
-from tests.factories import hex_id, plain_episodes, stored_profile  # noqa: E402
+from tests.factories import hex_id, plain_episodes, snapshots, stored_profile  # noqa: E402
 
 CONTENT = "episode {n}: ünïcödé 内容"
 
@@ -39,16 +38,7 @@ def main() -> None:
     for i in range(30):
         data = {"name": f"speaker {i}", "traits": ["kind"], "preferences": [], "notes": ""}
         stored_profile(keys.scope_key, f"s{i}", data)
-    for i in range(60):
-        snapshot = InjectionSnapshot(
-            snapshot_id=f"snap{i}",
-            session_name=keys.session_name,
-            scope_key=keys.scope_key,
-            user_key=keys.user_key,
-            isolation=keys.isolation,
-        )
-        snapshot.set_payload({"query": f"query {i}", "episodes": []})
-        snapshot.save()
+    snapshots(keys, 60)
     with transaction.atomic():
         for i in range(150):
             audit.append("remember", Actor.system("seed"), scope_key=keys.scope_key, summary=f"entry {i}")

@@ -28,9 +28,10 @@ from memconsole.lib import vectors  # noqa: E402
 from memconsole.memory import audit, counters  # noqa: E402
 from memconsole.memory.audit import Actor  # noqa: E402
 from memconsole.memory.episodes import remember  # noqa: E402
-from memconsole.memory.models import Episode, InjectionSnapshot, Profile, ProfileVersion  # noqa: E402
+from memconsole.memory.models import Episode  # noqa: E402
 from memconsole.memory.reindex import reindex  # noqa: E402
 from memconsole.memory.scopes import derive_scope, register_scope  # noqa: E402
+from tests.factories import snapshots, stored_profile  # noqa: E402
 
 SYSTEM = Actor.system("reliability seed")
 BOT = "crash-bot"
@@ -82,22 +83,8 @@ def seed_rotation(episodes: int, plain: int) -> dict:
         remember(keys, SYSTEM, f"an indexed memory {i} about the trip to Beijing", tags=["travel"], sender_id="u1")
     for i in range(30):
         data = {"name": f"speaker {i}", "traits": ["kind"], "preferences": [], "notes": ""}
-        profile = Profile(scope_key=keys.scope_key, type="speaker", sender_id=f"s{i}", version=1)
-        profile.set_payload(data)
-        profile.save()
-        version = ProfileVersion(profile=profile, version=1)
-        version.set_payload(data)
-        version.save()
-    for i in range(60):
-        snapshot = InjectionSnapshot(
-            snapshot_id=f"{i:032x}",
-            session_name=keys.session_name,
-            scope_key=keys.scope_key,
-            user_key=keys.user_key,
-            isolation=keys.isolation,
-        )
-        snapshot.set_payload({"query": f"query {i}", "episodes": []})
-        snapshot.save()
+        stored_profile(keys.scope_key, f"s{i}", data)
+    snapshots(keys, 60)
     with transaction.atomic():
         for i in range(200):
             audit.append(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from types import TracebackType
 from typing import Any, cast
@@ -20,6 +21,7 @@ from .types import (
     MessageWindow,
     Profile,
     ProfileUpdate,
+    RememberBatchResult,
     RememberResult,
     SessionSummary,
 )
@@ -119,6 +121,18 @@ class AsyncMemoryClient:
             metadata=metadata,
         )
         return cast(RememberResult, await self._send(call))
+
+    async def remember_many(self, episodes: Iterable[Mapping[str, Any] | str]) -> RememberBatchResult:
+        """Store several episodes in one request, all or nothing; returns {episodes: [one answer per
+        episode, as `remember`'s, in order], batch_id, indexed}.
+
+        Each episode is a dict of `remember`'s keywords (`content`, `sender_id`, `sender_name`, `tags`,
+        `importance`, `timestamp`, `query_id`, `kind`, `metadata`), or a string (its content). One invalid
+        episode refuses the batch (422, `field` names it: "episodes[3].content") and nothing is stored; a
+        correction supersedes an earlier episode of the same batch too. The server takes at most
+        MEMCONSOLE_REMEMBER_BATCH_MAX episodes (256) a request, each counting against the rate limit.
+        """
+        return cast(RememberBatchResult, await self._send(calls.remember_many(episodes)))
 
     async def recall(
         self,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "recent_messages",
     "remember",
     "remember_fact",
+    "remember_many",
     "update_profile",
 ]
 
@@ -54,6 +56,17 @@ def remember(
             "metadata": metadata,
         },
     )
+
+
+def remember_many(episodes: Iterable[Mapping[str, Any] | str]) -> Call:
+    """One request for many episodes: each a dict of `remember`'s keywords (a string is a content)."""
+    items = []
+    for episode in episodes:
+        item = {"content": episode} if isinstance(episode, str) else dict(episode)
+        if "timestamp" in item:
+            item["timestamp"] = timestamp(item["timestamp"])
+        items.append({key: value for key, value in item.items() if value is not None})
+    return Call("POST", "remember", {"episodes": items})
 
 
 def recall(

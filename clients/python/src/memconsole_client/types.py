@@ -20,6 +20,7 @@ __all__ = [
     "ProfileData",
     "ProfileType",
     "ProfileUpdate",
+    "RememberBatchResult",
     "RememberResult",
     "SessionSummary",
     "Speaker",
@@ -38,6 +39,12 @@ class RememberResult(TypedDict):
     indexed: bool  # False when the vector index was down; `manage.py reindex` catches up
     importance: int  # as stored: 1-5
     adjusted: list[Literal["importance"]]  # ["importance"] when the importance sent was clamped to 1-5
+
+
+class RememberBatchResult(TypedDict):
+    episodes: list[RememberResult]  # one per episode sent, in order; status as stored after the batch
+    batch_id: str  # the batch id of the episodes' audit entries
+    indexed: bool  # False when the vector index was down; `manage.py reindex` catches up
 
 
 class Breakdown(TypedDict):
