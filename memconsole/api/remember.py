@@ -37,10 +37,13 @@ def _within_batch_limit(value: Any) -> Any:
     # Before the items are checked: an oversized batch is refused as such, whatever it holds.
     limit = batch_limit()
     if isinstance(value, list) and len(value) > limit:
+        setting = (
+            "MEMCONSOLE_REMEMBER_BATCH_MAX" if limit == batch_remember.max_batch() else "MEMCONSOLE_API_RATE_PER_MINUTE"
+        )
         raise PydanticCustomError(
             "too_long",
-            "a batch holds at most {limit} episodes (MEMCONSOLE_REMEMBER_BATCH_MAX), not {count}",
-            {"limit": limit, "count": len(value)},
+            "a batch holds at most {limit} episodes ({setting}), not {count}",
+            {"limit": limit, "setting": setting, "count": len(value)},
         )
     return value
 

@@ -259,7 +259,12 @@ class Breakdown(BaseModel):
     update: NonNegative
     exact: NonNegative
     lexical: float = Field(ge=0, le=1, description="share of the query's term weight the episode contains")
-    relevance: float = Field(ge=0, le=1, description="0.7 × similarity + 0.3 × lexical; the floor applies to it")
+    relevance: float = Field(
+        ge=0,
+        le=1,
+        description="0.7 × similarity + 0.3 × lexical (0.3 × similarity + 0.7 × lexical for a Chinese or Japanese "
+        "query with an English-only model; the lexical score alone without a model); the floor applies to it",
+    )
 
 
 class Episode(BaseModel):

@@ -35,7 +35,7 @@ NO_TAGS = '<span class="muted">—</span>'
 CONFIRMED = """ hx-vals='{"confirmed": "1"}'"""
 # Any id the `episode` path converter accepts; only used to cut reversed URLs in two.
 SAMPLE_ID = "0" * 12
-# The episode edit screen's URL name (engineer H6's); the menu links it only when it exists.
+# The episode edit screen's URL name; the menu links it only when it exists.
 EDIT_URL_NAME = "console:episode_edit"
 # The action that undoes each undoable one (restoring a superseded episode has no undo).
 UNDO = {"archive": "restore", "restore": "archive"}

@@ -114,9 +114,8 @@ def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, An
     changes = request.changes.model_dump(exclude_none=True) if request.changes else {}
     lists = request.operation_fields(exclude={"type", "sender_id", "changes"})
     change = profiles.change_profile(keys, actor, profile_type, sender_id, **changes, **lists)
-    return profiles.profile_change_answer(
-        profile_type, sender_id, change
-    )  # the JSON API's answer too, evicted and adjusted
+    # The JSON API's answer too, with what was evicted and adjusted.
+    return profiles.profile_change_answer(profile_type, sender_id, change)
 
 
 def _inject(actor: Actor, request: InjectRequest) -> dict[str, Any]:

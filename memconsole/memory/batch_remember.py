@@ -103,6 +103,15 @@ def _earlier_in_batch(position: int, batch: list[NewEpisode], vectors_: Any) -> 
     ]
 
 
+def _lock_stored_candidates(keys: ScopeKeys, from_index: list[tuple[list[str], str]]) -> None:
+    """Lock every stored episode the batch may supersede, in one statement in pk order, before the
+    first audit entry locks the chain's head: a single `remember` locks its old episodes and then
+    the head, so taking them the other way round mid-batch could deadlock with it (PostgreSQL)."""
+    ids = sorted({episode_id for candidates, _ in from_index for episode_id in candidates})
+    if ids:
+        list(Episode.objects.in_scope(keys.user_key).with_ids(ids).select_for_update().order_by("pk").values_list("pk"))
+
+
 @metrics.timed("remember_many")
 def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "agent") -> BatchResult:
     """Store every episode of `items` (dicts of `remember`'s keywords) in this scope, all or
@@ -124,6 +133,7 @@ def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "a
         stored = Episode.objects.bulk_create([build_episode(keys, new, now) for new in batch])
         rowstate.take()  # each entry records its own episode (`rows`), not the whole batch
         lexical.index_episodes(stored)  # bulk_create skips the post_save receiver
+        _lock_stored_candidates(keys, from_index)
         EpisodeMetadata.objects.bulk_create(
             [metadata_row(episode, new.metadata) for episode, new in zip(stored, batch, strict=True) if new.metadata]
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from django.db.models import Q
@@ -93,12 +94,15 @@ class EpisodeFilter:
             never_used=_never_used(never_used, used_within_days),
         )
 
+    @cached_property
+    def _used(self) -> Q | None:
+        """The scope and the window's used episodes by id: read once per filter, though a list page
+        (count, page) and a search (each stage) ask for `where()` several times."""
+        return None if self.used_within_days is None else used_where(self.user_key, self.used_within_days)
+
     def where(self) -> Q:
         """The SQL filter, starting from the scope."""
-        if self.used_within_days is not None:  # the scope, and the used episodes looked up by id
-            where = used_where(self.user_key, self.used_within_days)
-        else:
-            where = Q(user_key=self.user_key)
+        where = self._used if self._used is not None else Q(user_key=self.user_key)
         if self.statuses is not None:
             where &= Q(status__in=self.statuses)
         if self.sender_id:

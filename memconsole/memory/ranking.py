@@ -52,7 +52,15 @@ _ES_QUESTION_VERB = re.compile(
     r"(?:^|[¿\s])(?:(?:a|en|de|con|para|por|desde|hasta)\s+)?"
     r"(?:qu[eé]|d[oó]nde|ad[oó]nde|cu[aá]ndo|cu[aá]l(?:es)?|c[oó]mo|qui[eé]n(?:es)?|cu[aá]nt[oa]s?)\s+([^\W\d_]+)"
 )
-_NOT_VERBS = frozenset({"tanto", "mucho", "poco", "otro", "todo", "esto", "eso", "aquello", "tiempo", "año", "lo"})
+_NOT_VERBS = frozenset({"tanto", "mucho", "poco", "otro", "todo", "esto", "eso", "aquello", "tiempo", "año"})
+# What may follow such a verb in a first-person question ("¿A dónde voy en verano?", "¿Qué como
+# hoy?"). Any other word there is a verb or a subject of its own: "¿Qué trabajo tiene Mateo?" asks
+# about Mateo ("trabajo" is a noun), and so does a question ending in a name ("... escucha Sam?").
+_ES_AFTER_VERB = frozenset(
+    {"a", "al", "en", "de", "del", "con", "para", "por", "desde", "hasta", "el", "la", "los", "las", "un", "una"}
+    | {"hoy", "mañana", "ahora", "luego", "después", "esta", "este", "estos", "estas", "mejor", "más", "bien"}
+)
+_ES_NAME_AT_END = re.compile(r"\b[A-ZÁÉÍÓÚÑ][^\W\d_]*\s*[?？]?\s*$")
 
 
 def is_first_person(query: str) -> bool:
@@ -62,10 +70,18 @@ def is_first_person(query: str) -> bool:
         return True
     if any(word in FIRST_PERSON_WORDS for word in _WORDS.findall(lowered)):
         return True
-    return any(
-        verb not in _NOT_VERBS and len(verb) >= 3 and verb.endswith(("o", "oy"))
-        for verb in _ES_QUESTION_VERB.findall(lowered)
-    )
+    return any(_spanish_first_person_verb(lowered, match, query) for match in _ES_QUESTION_VERB.finditer(lowered))
+
+
+def _spanish_first_person_verb(lowered: str, match: re.Match[str], query: str) -> bool:
+    verb = match.group(1)
+    if verb in _NOT_VERBS or len(verb) < 3 or not verb.endswith(("o", "oy")):
+        return False
+    rest = lowered[match.end() :]
+    following = _WORDS.findall(rest)
+    if not following:
+        return True
+    return following[0] in _ES_AFTER_VERB and not _ES_NAME_AT_END.search(query[match.end() :])
 
 
 # An English-only model rates any two Chinese (or Japanese) sentences 0.4-0.9 alike: for a query in

@@ -5,8 +5,9 @@ whole scope (LangBot's two-stage retrieval); each gets a fused relevance, 0.7 ×
 0.3 × lexical score (`ranking.relevance`; 0.3/0.7 for a Chinese or Japanese query with an
 English-only model). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is dropped; the rest are
 ranked by relevance × recency × importance × speaker × update × exact (a first-person question's
-asker's own episodes first, by that score without recency) and cut at top_k. `retrieve` keeps every candidate with the reason it was kept or dropped (the injection
-snapshot stores them); `recall` returns the hits.
+asker's own episodes first, by that score without recency) and cut at top_k. `retrieve` keeps
+every candidate with the reason it was kept or dropped (the injection snapshot stores them);
+`recall` returns the hits.
 """
 
 from __future__ import annotations

@@ -170,9 +170,19 @@ def test_it_counts_each_episode_against_the_rate_limit(api, settings):
     assert int(refused["Retry-After"]) >= 1
     assert "counts as 2 requests" in refused.json()["error"]["message"]
     assert memory_rows() == before
-    # A batch can never be larger than a minute's limit.
+
+
+def test_it_refuses_a_batch_larger_than_a_minutes_rate_limit(api, settings):
+    settings.MEMCONSOLE_API_RATE_PER_MINUTE = 4  # below MEMCONSOLE_REMEMBER_BATCH_MAX: the smaller bound applies
+    before = memory_rows()
+
     over = api.post("remember", {**SCOPE_A, "episodes": [{"content": f"n{i}"} for i in range(5)]})
-    assert over.status_code in (422, 429)
+
+    assert over.status_code == 422, over.content
+    error = over.json()["error"]
+    assert error["field"] == "episodes"
+    assert "at most 4 episodes" in error["message"] and "MEMCONSOLE_API_RATE_PER_MINUTE" in error["message"]
+    assert memory_rows() == before
 
 
 def test_it_keeps_the_batch_when_the_vector_index_is_down(api, settings):

@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import Count
 from django.urls import reverse
 
-from memconsole.memory import jobs
+from memconsole.memory import jobs, tamper
 from memconsole.memory.imports import writer
 from memconsole.memory.models import AuditEntry, Episode
 
@@ -98,6 +98,8 @@ def test_it_writes_an_import_job_in_audited_batches(admin_client_):
     assert summaries[3:] == [f"imported {EPISODES} episodes and 0 profiles (langbot)"]
     assert done.report["episodes"] == done.report["indexed"] == EPISODES
     assert jobs.CHECKPOINT not in done.params and done.pk == job.pk  # nothing left to resume from
+    rows = tamper.check_rows()  # every imported episode's state is in the chain (tamper evidence)
+    assert rows.ok and rows.episodes == EPISODES and rows.unrecorded == 0, rows.summary()
 
 
 def test_it_reports_a_partial_import_and_resuming_writes_the_rest_once(admin_client_, poison):
@@ -118,6 +120,8 @@ def test_it_reports_a_partial_import_and_resuming_writes_the_rest_once(admin_cli
     assert (job.report["episodes"], job.report["conflict_count"], job.report["indexed"]) == (EPISODES, 0, EPISODES)
     batches = AuditEntry.objects.filter(operation="import", scope_key__startswith="bot-b:").count()
     assert batches == 3 + 1  # each batch audited once (the refused one not at all), and the summary
+    rows = tamper.check_rows()
+    assert rows.ok and rows.unrecorded == 0, rows.summary()
 
 
 def test_it_writes_nothing_in_a_dry_run_job(admin_client_):

@@ -43,6 +43,12 @@ def test_it_reads_first_person_questions_in_three_languages(query):
         "¿Qué tiempo hace?",
         "¿Cómo se calcula la derivada de un logaritmo?",
         "李娜是做什么工作的?",
+        "¿Qué trabajo tiene Mateo?",  # a noun in -o, then the verb and its subject
+        "¿Qué libro lee Ana?",
+        "¿Qué plato prefiere Lucía?",
+        "¿Cuánto dinero gana Bob?",
+        "¿Qué tipo de música escucha Sam?",
+        "¿Qué regalo compró Bob?",
     ],
 )
 def test_it_does_not_take_third_person_questions_for_first_person(query):

@@ -88,8 +88,8 @@ def write(
             scopes = {item.keys.scope_key: item.keys for item in batch}
             for keys in scopes.values():
                 register_scope(keys)
-            _write_rows(batch, rows)
-            _audit_batch(batch, scopes.values(), report, actor)
+            rows = _write_rows(batch, rows)
+            _audit_batch(rows, scopes.values(), report, actor)
             written += len(batch)
             state["episodes_written"] = written
             checkpoint.save(state)
@@ -115,22 +115,26 @@ def _not_written(kept: list[EpisodeIn]) -> list[EpisodeIn]:
     return [item for item in kept if item.new_id not in there]
 
 
-def _write_rows(batch: Sequence[EpisodeIn], rows: list[Episode]) -> None:
+def _write_rows(batch: Sequence[EpisodeIn], rows: list[Episode]) -> list[Episode]:
     rows = Episode.objects.bulk_create(rows)  # pks set (RETURNING)
-    lexical.index_episodes(rows)  # H3's contract: bulk_create skips the post_save receiver
+    lexical.index_episodes(rows)  # bulk_create sends no post_save, which indexes a saved row
     EpisodeMetadata.objects.bulk_create(
         [metadata_row(row, item.metadata) for row, item in zip(rows, batch, strict=True) if item.metadata]
     )
+    return rows
 
 
-def _audit_batch(batch: Sequence[EpisodeIn], scopes: Iterable[ScopeKeys], report: ImportReport, actor: Actor) -> None:
-    """Counters and one audit entry per scope for a committed batch of a batched import."""
+def _audit_batch(rows: Sequence[Episode], scopes: Iterable[ScopeKeys], report: ImportReport, actor: Actor) -> None:
+    """Counters and one audit entry per scope for a committed batch of a batched import. The rows
+    were sealed before the transaction, where no row state is noted (`rowstate`): each entry names
+    its scope's rows, so their states are recorded (tamper evidence) as in a one-transaction import."""
     audit.lock_chain()  # the chain's head before the counters (see `_write_rest`)
     scopes = list(scopes)
     for user_key in {keys.user_key for keys in scopes}:
         counters.recount(user_key)
     for keys in scopes:
-        count = sum(1 for item in batch if item.keys.scope_key == keys.scope_key)
+        mine = [row for row in rows if row.scope_key == keys.scope_key]
+        count = len(mine)
         audit.append(
             "import",
             actor,
@@ -140,6 +144,7 @@ def _audit_batch(batch: Sequence[EpisodeIn], scopes: Iterable[ScopeKeys], report
             target_id=keys.scope_key,
             summary=f"imported a batch of {count} episodes ({report.format}); the import goes on",
             metadata={"format": report.format, "file_name": report.file_name, "batch_episodes": count},
+            rows=mine,
         )
 
 

@@ -62,7 +62,7 @@ def remember_many(episodes: Iterable[Mapping[str, Any] | str]) -> Call:
     """One request for many episodes: each a dict of `remember`'s keywords (a string is a content)."""
     items = []
     for episode in episodes:
-        item = {"content": episode} if isinstance(episode, str) else dict(episode)
+        item: dict[str, Any] = {"content": episode} if isinstance(episode, str) else dict(episode)
         if "timestamp" in item:
             item["timestamp"] = timestamp(item["timestamp"])
         items.append({key: value for key, value in item.items() if value is not None})
