@@ -314,7 +314,8 @@ def test_it_ships_a_buffering_proxy_config_with_timeouts():
 def test_it_puts_nginx_in_front_of_gunicorn_in_compose(compose):
     services = compose["services"]
     proxy = services["proxy"]
-    assert re.fullmatch(r"nginx:\d+\.\d+\.\d+-bookworm", proxy["image"]), "the official nginx image, pinned"
+    pinned = r"nginx:\d+\.\d+\.\d+-bookworm@sha256:[0-9a-f]{64}"
+    assert re.fullmatch(pinned, proxy["image"]), "the official nginx image, pinned by version and digest"
     assert proxy["network_mode"] == "service:memconsole", "nginx shares memconsole's network, gunicorn stays local"
     mounted = {(config["source"], config["target"]) for config in proxy["configs"]}
     assert ("nginx-template", "/etc/nginx/templates/default.conf.template") in mounted
