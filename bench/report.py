@@ -29,6 +29,10 @@ HEADLINE = {
     "batch_remember": (["episodes_per_s", "median_ms"], ["episodes_per_s"]),
     "reindex": (["episodes_per_s", "check_episodes_per_s"], ["episodes_per_s"]),
     "api": (["per_s", "p50_ms", "p95_ms", "p99_ms", "errors"], ["per_s", "p50_ms"]),
+    "space_writers": (
+        ["episodes_per_s", "lock_wait_backend_share", "audit_head_lock_ms_per_episode"],
+        ["episodes_per_s", "lock_wait_backend_share", "audit_head_lock_ms_per_episode"],
+    ),
 }
 
 

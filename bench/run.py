@@ -9,7 +9,8 @@
 search a tenth, reindex, the API load test and the retrieval-quality group chat's filler a twentieth
 (`--size recall_quality=30000` is the issue's latency size), batched ingest a fiftieth, the
 many-spaces store a fifth (100 vectors a space; `--size spaces=1000000` is issue 22's 10,000
-spaces); embedding throughput always uses 2,000 texts, batch remember 8 batches of 256. Each
+spaces); embedding throughput always uses 2,000 texts, batch remember 8 batches of 256, the
+space writers (PostgreSQL) 2 rounds of 15 s with 1 then 2 workers. Each
 benchmark prints its table; the records go to bench/results/latest.json (started afresh by every
 run), the machine and load to bench/results/run.json, and a summary is printed at the end.
 """
@@ -44,6 +45,7 @@ BENCHMARKS = [
     "recall_quality",
     "inject_usage",
     "spaces",
+    "space_writers",
 ]
 
 
@@ -61,6 +63,8 @@ def commands(n: int) -> dict[str, list[str]]:
         "inject_usage": ["--episodes", str(max(2000, n // 50)), "--queries", "200"],
         # 100 vectors a space: 200 spaces at the default scale; `--size spaces=1000000` is issue 22's 10,000.
         "spaces": ["--episodes", str(max(2000, n // 5)), "--backend", "all"],
+        # PostgreSQL, 1 then 2 writers in their own spaces, 2 rounds of 15 s each, whatever the scale.
+        "space_writers": ["--episodes", "2000", "--seconds", "15", "--rounds", "2"],
     }
 
 

@@ -279,6 +279,17 @@ CHROMA_SSL = envbool("CHROMA_SSL", False)
 # (two processes must not write one embedded Chroma folder).
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["default"]}}
 MEMCONSOLE_JOBS_IN_WEB = envbool("MEMCONSOLE_JOBS_IN_WEB", not CHROMA_HOST)
+# How often the job worker anchors every audit chain's head in a checkpoint (memory/checkpoints.py).
+MEMCONSOLE_AUDIT_CHECKPOINT_SECONDS = envint("MEMCONSOLE_AUDIT_CHECKPOINT_SECONDS", 300, minimum=1)
+# Write-behind vector indexing (memory/pending.py, docs/operations.md "Write-behind indexing"): a
+# remember commits its vector with the episode and returns; "thread" drains them from a thread of each
+# writing process, "worker" from the job worker, "inline" writes them before remember returns. Drained
+# in batches within about MEMCONSOLE_INDEX_DELAY_MS of the write.
+MEMCONSOLE_INDEXER = (env("MEMCONSOLE_INDEXER") or "thread").strip().lower()
+if MEMCONSOLE_INDEXER not in {"thread", "worker", "inline"}:
+    raise ImproperlyConfigured(f"MEMCONSOLE_INDEXER={MEMCONSOLE_INDEXER!r} must be 'thread', 'worker' or 'inline'")
+MEMCONSOLE_INDEX_DELAY_MS = envint("MEMCONSOLE_INDEX_DELAY_MS", 200, minimum=0)
+MEMCONSOLE_INDEX_BATCH = envint("MEMCONSOLE_INDEX_BATCH", 256, minimum=1)
 MEMCONSOLE_JOBS_STALE_SECONDS = envint("MEMCONSOLE_JOBS_STALE_SECONDS", 120, minimum=2)
 MEMCONSOLE_JOBS_POLL_SECONDS = envint("MEMCONSOLE_JOBS_POLL_SECONDS", 1, minimum=1)
 

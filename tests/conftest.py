@@ -48,6 +48,9 @@ def memory_settings(settings, tmp_path_factory, request):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     settings.AXES_ENABLED = True
     settings.MEMCONSOLE_REEMBED_IN_BACKGROUND = False  # a model switch's thread only where a test starts it
+    # Vectors written before remember returns; the write-behind modes have their own tests
+    # (tests/memory/test_write_behind.py).
+    settings.MEMCONSOLE_INDEXER = "inline"
     vectors.reset_client()
     yield settings
     if server:

@@ -13,7 +13,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
-from memconsole.memory.health.readiness import embedding_status, encryption_key_problem, readiness
+from memconsole.memory.health.readiness import embedding_status, encryption_key_problem, index_backlog, readiness
 
 
 @never_cache
@@ -32,5 +32,7 @@ def readyz(request: HttpRequest) -> JsonResponse:
         body["reason"] = problem
     if checks["database"] == "ok" and (embedding := embedding_status()):
         body["embeddings"] = embedding  # the model answering recall; a model switch's progress
+    if checks["database"] == "ok" and (backlog := index_backlog()):
+        body["index_backlog"] = backlog  # vectors the write-behind indexer has not written yet
     ready = all(state == "ok" for state in checks.values())
     return JsonResponse({"status": "ok" if ready else "unavailable", **body}, status=200 if ready else 503)

@@ -1,7 +1,8 @@
 """Job series for /metrics, read from the job table at scrape time (so they are right whichever
 process ran the jobs: a worker container's own metrics are never scraped): queue depth (queued and
 running jobs by kind), finished jobs by kind and outcome, and how long finished jobs ran (a
-histogram over the newest `jobs.queue_stats` sample per kind)."""
+histogram over the newest `jobs.queue_stats` sample per kind), and the write-behind indexer's backlog
+(vectors waiting, and the age of the oldest: memory/pending.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from django.db import DatabaseError
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from memconsole.memory import jobs
+from memconsole.memory import jobs, pending
 
 log = logging.getLogger(__name__)
 
@@ -47,3 +48,18 @@ class JobCollector(Collector):
             buckets.append(("+Inf", float(len(item.seconds))))
             durations.add_metric([item.kind], buckets, item.seconds_sum)
         yield from (queued, running, finished, durations)
+        try:
+            waiting = pending.backlog()
+        except DatabaseError as exc:
+            log.warning("metrics: the pending vectors could not be read: %s", exc)
+            return
+        yield GaugeMetricFamily(
+            "memconsole_index_backlog",
+            "Episodes whose vector waits for the write-behind indexer (found by recall meanwhile).",
+            value=waiting.count,
+        )
+        yield GaugeMetricFamily(
+            "memconsole_index_backlog_oldest_seconds",
+            "How long the oldest vector waiting for the write-behind indexer has waited (0: none waits).",
+            value=waiting.oldest_seconds,
+        )

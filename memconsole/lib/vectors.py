@@ -13,8 +13,8 @@ collection made by another model raises `ModelMismatch`; `reindex` rebuilds it.
 A model switch keeps copies of a scope's collection (vectorswitch.py): `upsert` and `query` go to
 the copy of `model_id`; deletes, metadata updates, `all_ids`, `drop` and `rebuild_collection` cover all.
 
-The client is built lazily on first use, never at import time (so never before a fork): the
-embedded `PersistentClient` under CHROMA_PATH, or an `HttpClient` for CHROMA_HOST:CHROMA_PORT.
+The client is built lazily on first use, never at import time (so never before a fork): embedded
+Chroma under CHROMA_PATH (`chromacache`: enough open files), or an `HttpClient` for CHROMA_HOST.
 """
 
 from __future__ import annotations
@@ -61,9 +61,8 @@ class Hit:
 _lock = threading.Lock()
 _client: Any = None
 _client_config: tuple[Any, ...] | None = None
-# Search handles of the current client by collection name: looking a collection up costs ~0.5 ms
-# of every recall. A handle whose collection was since dropped or replaced (by another process's
-# reindex or erasure) fails its query; `query` then looks the collection up afresh, once.
+# Search handles of the current client by collection name (a lookup costs ~0.5 ms of a recall). A handle
+# whose collection another process dropped or replaced fails its query; `query` then looks it up afresh.
 _handles: dict[str, Any] = {}
 
 
@@ -79,11 +78,12 @@ def get_client() -> Any:
     config = _config()
     with _lock:
         if _client is None or _client_config != config:
-            # chromadb takes about a second to import and brings its telemetry stack: the processes
-            # that never touch the index (migrate, most management commands, the gunicorn master)
-            # should not pay for it, so it is imported when the first client is built.
+            # chromadb takes a second to import and brings its telemetry: processes that never touch
+            # the index (migrate, most commands, the gunicorn master) import it at the first client.
             import chromadb  # noqa: PLC0415
             from chromadb.config import Settings as ChromaSettings  # noqa: PLC0415
+
+            from .chromacache import persistent_client  # noqa: PLC0415  (the open-file limit raised first)
 
             chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
             try:
@@ -93,7 +93,7 @@ def get_client() -> Any:
                     )
                 else:
                     Path(config[1]).mkdir(parents=True, exist_ok=True)
-                    _client = chromadb.PersistentClient(path=config[1], settings=chroma_settings)
+                    _client = persistent_client(config[1], chroma_settings)
             except Exception as exc:  # chromadb raises plain Exceptions for connection failures
                 raise VectorIndexError(f"cannot open the vector index ({describe()}): {exc}") from exc
             _client_config = config

@@ -89,10 +89,11 @@ class ScopeAdmin(ReadOnlyAdmin[Scope]):
 class AuditEntryAdmin(ReadOnlyAdmin[AuditEntry]):
     """Structural fields only: payloads (personal content) are read in the console's audit view."""
 
-    list_display = ["seq", "timestamp", "operation", "actor", "scope_key", "target_type", "target_id"]
+    list_display = ["chain", "seq", "timestamp", "operation", "actor", "scope_key", "target_type", "target_id"]
     list_filter = ["operation", "actor_type"]
     search_fields = ["audit_id", "scope_key", "target_id", "actor"]
     fields = [
+        "chain",
         "seq",
         "audit_id",
         "timestamp",
@@ -109,7 +110,7 @@ class AuditEntryAdmin(ReadOnlyAdmin[AuditEntry]):
         "prev_hash",
         "entry_hash",
     ]
-    ordering = ["-seq"]
+    ordering = ["-id"]
 
 
 # What makes a user more powerful than an ordinary console account: only superusers change these.

@@ -1,14 +1,18 @@
-"""The audit log as an HMAC hash chain (docs/design.md §6).
+"""The audit log as HMAC hash chains, one per space (docs/design.md §6).
 
-Each entry stores the previous entry's hash and an HMAC over its structural fields plus a keyed
-digest of its payload. Everything that can carry personal content (summary, before, after,
-metadata, sender_name) lives in the payload, so erasure can redact a payload (`redacted=True`,
-digest kept) while edits, insertions and deletions of entries are still detected.
+Each entry stores the previous entry's hash in its chain and an HMAC over its structural fields
+plus a keyed digest of its payload. Everything that can carry personal content (summary, before,
+after, metadata, sender_name) lives in the payload, so erasure can redact a payload
+(`redacted=True`, digest kept) while edits, insertions and deletions of entries are still detected.
 
-Appends are serialised: the chain tip (`AuditHead`, one row) is locked with SELECT ... FOR UPDATE
-on PostgreSQL; SQLite transactions are BEGIN IMMEDIATE (settings.py), which takes the database
-write lock up front. `append` must run inside the caller's `transaction.atomic()`, so an entry
-lands exactly when the change it describes does.
+An entry's chain is its scope_key ("" for install-wide entries: tokens, users, erasure receipts,
+and every entry written before per-space chains, whose hashes stay as they were). Appends to one
+chain are serialised by its tip (`AuditHead`, one row per chain) locked with SELECT ... FOR UPDATE
+on PostgreSQL, so writes to different spaces never wait on each other; SQLite transactions are
+BEGIN IMMEDIATE (settings.py), which takes the database write lock up front. `checkpoints`
+anchors every chain's head in a chained checkpoint, so a chain cut short is still detected.
+`append` must run inside the caller's `transaction.atomic()`, so an entry lands exactly when the
+change it describes does.
 """
 
 from __future__ import annotations
@@ -23,11 +27,14 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from . import rowstate
+from . import checkpoints, rowstate
+from .auditkey import GENESIS as GENESIS  # re-exported: audit.GENESIS, audit.audit_key, audit.key_id
+from .auditkey import audit_key as audit_key
+from .auditkey import key_id as key_id
 from .errors import PermissionDenied
 from .models import AuditEntry, AuditHead, canonical_json
 from .reports import Report
@@ -35,7 +42,6 @@ from .reports import Report
 if TYPE_CHECKING:
     from .scopes import ScopeKeys
 
-GENESIS = "0" * 64
 SUMMARY_MAX = 240
 # The batch id of the bulk action running in this context (`batch()`), "" outside one.
 _BATCH: ContextVar[str] = ContextVar("audit_batch", default="")
@@ -96,18 +102,6 @@ class Actor:
             raise PermissionDenied("this actor may not use this bot's memory")
 
 
-def audit_key() -> bytes:
-    key: str | None = settings.MEMCONSOLE_AUDIT_KEY
-    if key:
-        return key.encode()
-    return hmac.new(settings.SECRET_KEY.encode(), b"memconsole-audit-chain-v1", hashlib.sha256).digest()
-
-
-def key_id() -> str:
-    """A public fingerprint of the audit key (`InstallState.audit_key_id`; reveals nothing of it)."""
-    return hmac.new(audit_key(), b"memconsole-audit-key-id", hashlib.sha256).hexdigest()[:16]
-
-
 def payload_digest(payload: dict[str, Any]) -> str:
     return hmac.new(audit_key(), b"payload:" + canonical_json(payload).encode(), hashlib.sha256).hexdigest()
 
@@ -146,6 +140,7 @@ def erase_identifiers(entry: AuditEntry, *, sender_id: bool, target_id: bool) ->
 
 # The fields an entry's HMAC covers (`_structural`, in its order): what a walk over the chain loads.
 HASHED_FIELDS = (
+    "chain",
     "seq",
     "audit_id",
     "timestamp",
@@ -184,6 +179,8 @@ def _structural(entry: AuditEntry) -> bytes:
     ]
     if entry.row_states:  # only entries that record row states (older entries hash as they always did)
         fields.append(entry.row_states)
+    if entry.chain:  # per-space chains (issue 22); the install-wide chain "" hashes as it always did
+        fields.append(["chain", entry.chain])
     return canonical_json(fields).encode()
 
 
@@ -191,24 +188,54 @@ def entry_hash(entry: AuditEntry) -> str:
     return hmac.new(audit_key(), _structural(entry), hashlib.sha256).hexdigest()
 
 
-def _head_for_update() -> AuditHead:
-    head = AuditHead.objects.select_for_update().filter(pk=1).first()
-    if head is None:
-        AuditHead.objects.get_or_create(pk=1)
-        head = AuditHead.objects.select_for_update().get(pk=1)
-    return head
+def _heads_for_update(chains: Iterable[str]) -> dict[str, AuditHead]:
+    """Lock these chains' heads (created when missing), in chain order so that two transactions
+    locking several never wait on each other in a circle."""
+    wanted = sorted(set(chains))
+    heads = AuditHead.objects.select_for_update().filter(chain__in=wanted).order_by("chain")
+    found = {head.chain: head for head in heads}
+    if missing := [chain for chain in wanted if chain not in found]:
+        AuditHead.objects.bulk_create([AuditHead(chain=chain) for chain in missing], ignore_conflicts=True)
+        found = {head.chain: head for head in heads.all()}
+    return found
 
 
-def lock_chain() -> None:
-    """Lock the chain's head until the end of the caller's `transaction.atomic()`.
+def lock_chain(*chains: str) -> None:
+    """Lock these chains' heads (a space's chain is its scope_key; no argument: the install-wide
+    chain "") until the end of the caller's `transaction.atomic()`: nothing is appended to them
+    until it commits.
 
-    Lock order: remember, archive/restore and delete lock the head *before* the per-user_key
-    counters (`EpisodeCounts`), so a transaction that recounts (imports, erasure) must lock the head
-    before it recounts too, or the two wait on each other (a deadlock on PostgreSQL).
+    Lock order: remember, archive/restore and delete lock their chain's head *before* the
+    per-user_key counters (`EpisodeCounts`), so a transaction that recounts (imports, erasure) must
+    lock the heads before it recounts too, or the two wait on each other (a deadlock on PostgreSQL).
+    A transaction that appends to several chains locks them all first, in one call.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit.lock_chain must run inside transaction.atomic()")
-    _head_for_update()
+    _heads_for_update(chains or ("",))
+
+
+def lock_chains_where(condition: Q) -> None:
+    """Lock the heads of every existing chain matching `condition` (on `chain`), and of the
+    install-wide chain, in chain order (erasure: every space of a bot)."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit.lock_chains_where must run inside transaction.atomic()")
+    chains = set(AuditHead.objects.filter(condition).values_list("chain", flat=True))
+    _heads_for_update(chains | {""})
+
+
+def heads() -> dict[str, int]:
+    """{chain: seq of its last entry} as committed now (a high-water mark per chain)."""
+    return dict(AuditHead.objects.values_list("chain", "seq"))
+
+
+def appended_since(marks: dict[str, int]) -> Q:
+    """The entries appended after `heads()` returned `marks` (call with the chains locked)."""
+    since = Q(pk__in=[])
+    for chain, seq in heads().items():
+        if seq > marks.get(chain, 0):
+            since |= Q(chain=chain, seq__gt=marks.get(chain, 0))
+    return since
 
 
 def append(
@@ -245,8 +272,10 @@ def append(
     batch_id = current_batch()
     if batch_id:
         payload["batch_id"] = batch_id
-    head = _head_for_update()
+    chain = scope_key
+    head = _heads_for_update([chain])[chain]
     entry = AuditEntry(
+        chain=chain,
         seq=head.seq + 1,
         audit_id=uuid.uuid4().hex,
         timestamp=timezone.now(),
@@ -280,11 +309,21 @@ class ChainReport(Report):
     broken_seq: int | None = None
     broken_audit_id: str | None = None
     reason: str = ""
+    chain: str = ""  # the chain of the broken entry
+    chains: int = 0
+    checkpoints: int = 0
 
     def __str__(self) -> str:
         if self.ok:
-            return f"audit chain OK ({self.checked} entries)"
-        return f"audit chain broken at entry #{self.broken_seq} ({self.broken_audit_id}): {self.reason}"
+            return f"audit chain OK ({self.checked} entries in {_count(self.chains, 'chain')}, {_count(self.checkpoints, 'checkpoint')})"
+        if self.broken_seq is None:
+            return f"audit chain broken: {self.reason}"
+        where = f"entry #{self.broken_seq}" + (f" ({self.broken_audit_id})" if self.broken_audit_id else "")
+        return f"audit chain broken at {where} of {checkpoints.chain_label(self.chain)}: {self.reason}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
 def entry_problem(entry: AuditEntry, previous_hash: str) -> str | None:
@@ -304,51 +343,75 @@ def entry_problem(entry: AuditEntry, previous_hash: str) -> str | None:
 
 
 def verify_audit_chain(batch: int = 2000) -> ChainReport:
-    """Walk the whole chain; return OK or the first broken link and why."""
-    expected_prev = GENESIS
-    expected_seq = 1
+    """Walk every chain and the checkpoints; return OK or the first broken link and why."""
+    anchors = checkpoints.replay()  # a broken checkpoint is reported after the entries (a wrong key shows there)
+    head_rows = {head.chain: head for head in AuditHead.objects.all()}
+    chains = sorted(
+        set(AuditEntry.objects.values_list("chain", flat=True).distinct())
+        | {chain for chain, head in head_rows.items() if head.seq}
+        | set(anchors.last)
+    )
     checked = 0
-    last_seq = 0
+    for chain in chains:
+        report = _verify_one(chain, head_rows.get(chain), anchors, batch)
+        if not report.ok:
+            return report
+        checked += report.checked
+    if anchors.problem:
+        return ChainReport(False, checked, reason=anchors.problem)
+    return ChainReport(True, checked, chains=len(chains), checkpoints=anchors.checkpoints)
+
+
+def _verify_one(chain: str, head: AuditHead | None, anchors: checkpoints.Anchors, batch: int) -> ChainReport:
+    expected_prev, expected_seq, checked = GENESIS, 1, 0
+    anchored = anchors.expected.get(chain, {})
     while True:
-        rows = list(AuditEntry.objects.filter(seq__gte=expected_seq).order_by("seq")[:batch])
+        rows = list(AuditEntry.objects.filter(chain=chain, seq__gte=expected_seq).order_by("seq")[:batch])
         if not rows:
             break
         for entry in rows:
             if entry.seq != expected_seq:
-                return ChainReport(False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)")
-            if problem := entry_problem(entry, expected_prev):
-                return ChainReport(False, checked, entry.seq, entry.audit_id, problem)
+                return ChainReport(
+                    False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)", chain
+                )
+            if not (problem := entry_problem(entry, expected_prev)) and anchored.get(entry.seq, entry.entry_hash) != (
+                entry.entry_hash
+            ):
+                problem = "it is not the entry a checkpoint recorded here"
+            if problem:
+                return ChainReport(False, checked, entry.seq, entry.audit_id, problem, chain)
             expected_prev = entry.entry_hash
             expected_seq += 1
-            last_seq = entry.seq
             checked += 1
-    head = AuditHead.objects.filter(pk=1).first()
+    last_seq = expected_seq - 1
+    if chain in anchors.last and anchors.last[chain][0] > last_seq:
+        reason = f"the chain ends at #{last_seq} but a checkpoint recorded #{anchors.last[chain][0]} (entries deleted)"
+        return ChainReport(False, checked, last_seq + 1, None, reason, chain)
     if head is not None and head.seq != last_seq:
-        return ChainReport(
-            False,
-            checked,
-            last_seq + 1,
-            None,
-            f"the chain ends at #{last_seq} but its head says #{head.seq} (entries deleted)",
-        )
+        reason = f"the chain ends at #{last_seq} but its head says #{head.seq} (entries deleted)"
+        return ChainReport(False, checked, last_seq + 1, None, reason, chain)
     if head is not None and head.seq and head.entry_hash != expected_prev:
-        return ChainReport(False, checked, last_seq, None, "the chain head does not match the last entry")
+        return ChainReport(False, checked, last_seq, None, "the chain head does not match the last entry", chain)
     return ChainReport(True, checked)
 
 
 def verify_entries(entries: list[AuditEntry]) -> ChainReport:
-    """The chain checked around these entries only (one page of the audit screen): each entry's
-    HMAC, its payload digest, and its link to the entry just before it in the whole chain."""
-    previous = dict(
-        AuditEntry.objects.filter(seq__in={entry.seq - 1 for entry in entries}).values_list("seq", "entry_hash")
-    )
-    previous[0] = GENESIS
+    """The chains checked around these entries only (one page of the audit screen): each entry's
+    HMAC, its payload digest, and its link to the entry just before it in its chain."""
+    wanted = Q(pk__in=[])
+    for entry in entries:
+        wanted |= Q(chain=entry.chain, seq=entry.seq - 1)
+    previous = {
+        (chain, seq): h for chain, seq, h in AuditEntry.objects.filter(wanted).values_list("chain", "seq", "entry_hash")
+    }
     checked = 0
-    for entry in sorted(entries, key=lambda row: row.seq):
-        if entry.seq - 1 not in previous:
-            return ChainReport(False, checked, entry.seq - 1, None, f"entry #{entry.seq - 1} is missing (deleted)")
-        if problem := entry_problem(entry, previous[entry.seq - 1]):
-            return ChainReport(False, checked, entry.seq, entry.audit_id, problem)
+    for entry in sorted(entries, key=lambda row: (row.chain, row.seq)):
+        before = GENESIS if entry.seq == 1 else previous.get((entry.chain, entry.seq - 1))
+        if before is None:
+            reason = f"entry #{entry.seq - 1} is missing (deleted)"
+            return ChainReport(False, checked, entry.seq - 1, None, reason, entry.chain)
+        if problem := entry_problem(entry, before):
+            return ChainReport(False, checked, entry.seq, entry.audit_id, problem, entry.chain)
         checked += 1
     return ChainReport(True, checked)
 

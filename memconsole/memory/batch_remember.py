@@ -4,16 +4,16 @@ Each episode is checked, stored and audited exactly as `episodes.remember` does 
 `validate_new_episode`, `supersede_candidates` and `store_episode`), in order, as if they were
 remembered one after another: a correction later in the batch supersedes an earlier episode of the
 batch too. What a batch saves is the per-call cost: the texts are embedded in one model call, every
-row, lexical entry, audit entry (one per episode, sharing one `audit.batch()` id) and counter is
-written in one transaction, and the vectors are written in one upsert per collection.
+row, lexical entry, audit entry (one per episode, sharing one `audit.batch()` id), pending vector
+and counter is written in one transaction, and the vectors are written in one upsert per collection.
 
-As for `remember`, the database commits first and the vector index follows: when the index refuses
-the vectors, the episodes stay stored, marked not indexed, and `manage.py reindex` indexes them.
+As for `remember`, the database commits first, with the vectors (pending.py), and the vector index
+follows (indexer.py): when the index refuses the vectors, the episodes stay stored, found by recall
+from their pending vectors, and the next drain (or `manage.py reindex`) indexes them.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,20 +24,18 @@ from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics
 
-from . import audit, lexical, ranking, rowstate
+from . import audit, indexer, lexical, pending, ranking, rowstate
 from .audit import Actor
 from .counters import count
 from .episode_extras import EpisodeMetadata, metadata_row
 from .episodes import RememberResult, build_episode, supersede_and_audit, supersede_candidates
-from .errors import ValidationError, VectorIndexUnavailable, unavailable_on_failure
+from .errors import ValidationError, unavailable_on_failure
 from .models import Episode
 from .scopes import ScopeKeys, register_scope
-from .sync import index_episodes, sync_vector_metadata
+from .sync import sync_vector_metadata
 from .validation import NewEpisode, validate_new_episode
 
 __all__ = ["ITEM_FIELDS", "BatchResult", "max_batch", "remember_many", "validate_batch"]
-
-log = logging.getLogger("memconsole.memory")
 
 # What one item may say: `remember`'s keywords (the source is the batch's, the scope the caller's).
 ITEM_FIELDS = frozenset(
@@ -133,6 +131,7 @@ def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "a
         stored = Episode.objects.bulk_create([build_episode(keys, new, now) for new in batch])
         rowstate.take()  # each entry records its own episode (`rows`), not the whole batch
         lexical.index_episodes(stored)  # bulk_create skips the post_save receiver
+        pending.stash(stored, vectors_, model_id)  # the vectors commit with the rows (write-behind)
         _lock_stored_candidates(keys, from_index)
         EpisodeMetadata.objects.bulk_create(
             [metadata_row(episode, new.metadata) for episode, new in zip(stored, batch, strict=True) if new.metadata]
@@ -158,12 +157,7 @@ def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "a
             mine.importance, mine.updated_at = old.importance, old.updated_at
         else:
             outside.append(old)
-    indexed = True
-    try:
-        index_episodes(stored, vectors_)
-    except VectorIndexUnavailable:
-        log.exception("%d episodes saved but not indexed; `manage.py reindex` will index them", len(stored))
-        indexed = False
+    indexed = indexer.after_write(stored, vectors_)  # MEMCONSOLE_INDEXER: now (inline) or by the indexer
     sync_vector_metadata(outside)
     results = [
         RememberResult(episode, [old.episode_id for old in olds], indexed, new.adjusted)

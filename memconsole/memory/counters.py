@@ -20,7 +20,7 @@ def count(user_key: str, **deltas: int) -> None:
 def recount(user_key: str) -> EpisodeCounts:
     """Recompute one user_key's counters from the rows (after bulk loads and imports).
 
-    Inside a transaction that appends to the audit log, call `audit.lock_chain()` first (see there).
+    Inside a transaction that appends to the audit log, call `audit.lock_chain(...)` on its chains first (see there).
     """
     with transaction.atomic():
         EpisodeCounts.objects.get_or_create(user_key=user_key)

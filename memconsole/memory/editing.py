@@ -209,7 +209,7 @@ def changes_since(keys: ScopeKeys, episode_id: str, version: int, limit: int = 2
         target_type="episode",
         target_id=episode_id,
         operation__in=EDIT_OPERATIONS,
-    ).order_by("-seq")[:limit]
+    ).order_by("-id")[:limit]
     changes: list[dict[str, Any]] = []
     for entry in reversed(list(rows)):
         with unavailable_on_failure():

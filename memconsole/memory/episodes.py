@@ -2,8 +2,9 @@
 
 Every function takes the scope's derived keys and an `Actor`, touches nothing outside that scope,
 and writes its audit entry in the same database transaction as its change. The database commits
-first; the vector index follows, and each episode records whether its vector is current, so a
-crash between the two loses nothing (`manage.py reindex` repairs the index).
+first, with the episode's vector (pending.py); the vector index follows, written by the indexer
+(indexer.py, MEMCONSOLE_INDEXER), and each episode records whether its vector is current, so a crash
+between the two loses nothing (the next drain, or `manage.py reindex`, indexes it).
 """
 
 from __future__ import annotations
@@ -18,16 +19,16 @@ from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics, vectors
 
-from . import audit, ranking
+from . import audit, indexer, pending, ranking
 from .audit import Actor
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
-from .errors import NotFound, VectorIndexUnavailable, unavailable_on_failure
+from .errors import NotFound, unavailable_on_failure
 from .filters import EpisodeFilter
 from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, new_episode_id
 from .paging import keyset_page, parse_cursor
 from .scopes import ScopeKeys, register_scope
-from .sync import index_episodes, sync_vector_metadata
+from .sync import sync_vector_metadata
 from .validation import NewEpisode, is_episode_id, validate_episode_ids, validate_list_limit, validate_new_episode
 
 __all__ = [
@@ -76,12 +77,12 @@ def episode_image(episode: Episode) -> dict[str, Any]:
 class RememberResult:
     episode: Episode
     superseded: list[str]
-    indexed: bool
+    indexed: bool  # False: stored, but the index refused it (inline); True too when the indexer will write it
     adjusted: list[str] = field(default_factory=list)  # inputs stored changed, e.g. ["importance"] (7 -> 5)
 
 
 def supersede_candidates(keys: ScopeKeys, model_id: str, vector: Any, new: NewEpisode) -> tuple[list[str], str]:
-    """The indexed episodes a correction would supersede (`ranking.supersedes`): the same sender's
+    """The episodes (indexed or pending) a correction would supersede (`ranking.supersedes`): the same sender's
     active ones at least SUPERSEDE_THRESHOLD similar, and why none were looked for ("" if they were)."""
     if not ranking.supersedes(new.tags):
         return [], ""
@@ -89,8 +90,11 @@ def supersede_candidates(keys: ScopeKeys, model_id: str, vector: Any, new: NewEp
     # correction must not hide another's memory): filter in the index, or inactive or other
     # speakers' near-duplicates would fill the 20 nearest and hide the one to supersede.
     same_sender = {"$and": [{"status": STATUS_ACTIVE.value}, {"sender_id": new.sender_id}]}
+    # ... and the same sender's active episodes not indexed yet (a correction right after the original).
+    mine = Episode.objects.in_scope(keys.user_key).filter(status=STATUS_ACTIVE, sender_id=new.sender_id)
     try:
-        hits = vectors.query(keys.user_key, model_id, vector, 20, where=same_sender)
+        indexed = vectors.query(keys.user_key, model_id, vector, 20, where=same_sender)
+        hits = pending.merge(indexed, pending.nearest(keys.user_key, model_id, vector, mine), 20)
     except vectors.VectorIndexError as exc:
         # The episode itself must not be lost because the index is down or needs a reindex:
         # store it, record in its audit entry that nothing was superseded and why.
@@ -223,17 +227,13 @@ def remember(
         episode = build_episode(keys, new, now)
         episode.save(force_insert=True)
         save_metadata(episode, new.metadata)
+        pending.stash([episode], vector, model_id)  # the vector commits with the row (write-behind)
         superseded = supersede_and_audit(
             keys, actor, new, episode, candidates, now=now, supersede_skipped=supersede_skipped
         )
         count(keys.user_key, active=1 - len(superseded), superseded=len(superseded))
 
-    indexed = True
-    try:
-        index_episodes([episode], vector)
-    except VectorIndexUnavailable:
-        log.exception("episode %s saved but not indexed; `manage.py reindex` will index it", episode.episode_id)
-        indexed = False
+    indexed = indexer.after_write([episode], vector)  # MEMCONSOLE_INDEXER: now (inline) or by the indexer
     sync_vector_metadata(superseded)
     return RememberResult(episode, [old.episode_id for old in superseded], indexed, new.adjusted)
 

@@ -112,14 +112,14 @@ def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
     return sender_id, bot_uuid
 
 
-def _scope_key_in_bot(bot_uuid: str) -> Q:
-    """Rows whose scope_key (`<bot>:<session>`) belongs to one bot ('' = every bot). Compared
-    exactly, not with `startswith`: its LIKE ignores case on SQLite, and `rt-case-bot` would reach
-    `RT-CASE-BOT`'s rows."""
+def _scope_key_in_bot(bot_uuid: str, field: str = "scope_key") -> Q:
+    """Rows whose scope_key (`<bot>:<session>`; or another field holding one, such as an audit
+    chain) belongs to one bot ('' = every bot). Compared exactly, not with `startswith`: its LIKE
+    ignores case on SQLite, and `rt-case-bot` would reach `RT-CASE-BOT`'s rows."""
     if not bot_uuid:
         return Q()
     prefix = f"{bot_uuid}:"
-    return Q(Exact(Substr("scope_key", 1, len(prefix)), prefix))
+    return Q(Exact(Substr(field, 1, len(prefix)), prefix))
 
 
 def _in_bot(bot_uuid: str) -> Q:
@@ -264,7 +264,7 @@ def _erase(
     speaker_snapshots = InjectionSnapshot.objects.filter(_in_bot(bot_uuid), speaker_id=sender_id)
 
     # High-water marks first: whatever is written during the search lies above them.
-    audit_mark = AuditEntry.objects.aggregate(last=Max("seq"))["last"] or 0
+    audit_marks = audit.heads()
     snapshot_mark = InjectionSnapshot.objects.aggregate(last=Max("pk"))["last"] or 0
     found = _find(
         sender_id, bot_uuid, episodes, profiles, _other_snapshots(sender_id, bot_uuid), _audit_entries(bot_uuid)
@@ -288,7 +288,8 @@ def _erase(
         pks = [row[0] for row in found.episode_rows]
         for batch in chunks(pks, BATCH):
             Episode.objects.filter(pk__in=batch).delete()
-        audit.lock_chain()  # nothing more is appended to the chain until this commits
+        # Nothing more is appended to the bot's chains until this commits.
+        audit.lock_chains_where(_scope_key_in_bot(bot_uuid, "chain"))
 
         episode_ids = found.episode_ids
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
@@ -302,7 +303,7 @@ def _erase(
         entries = _audit_entries(bot_uuid)
         found.to_redact = list(_audit_to_redact(sender_id, targets, _by_pk(entries, [e.pk for e in found.to_redact])))
         found.to_redact += _audit_to_redact(
-            sender_id, targets, paging.iter_in_batches(entries.filter(seq__gt=audit_mark), BATCH)
+            sender_id, targets, paging.iter_in_batches(entries.filter(audit.appended_since(audit_marks)), BATCH)
         )
         report.snapshots_deleted = speaker_snapshots.count()
         report.snapshots_redacted = len(found.rewrites)

@@ -128,6 +128,7 @@ def audit_record(entry: AuditEntry) -> dict[str, Any]:
     payload = entry.payload
     return {
         "audit_id": entry.audit_id,
+        "chain": entry.chain,
         "seq": entry.seq,
         "timestamp": iso(entry.timestamp),
         "operation": entry.operation,
@@ -247,9 +248,9 @@ def stream_scope_export(
     profiles, profile_count = _bounded(_profiles(keys))
     now = timezone.now()
     with transaction.atomic():
-        # Lock the chain's head first so the audit count below is exact: the export's own entry
+        # Lock the space's chain first so the audit count below is exact: the export's own entry
         # is the last one it covers.
-        audit.lock_chain()
+        audit.lock_chain(keys.scope_key)
         audit_count = _audit_entries(keys).count() + 1 if include_audit else 0
         entry = audit.append(
             "export",
@@ -268,7 +269,7 @@ def stream_scope_export(
                 "audit_entries": audit_count,
             },
         )
-    entries = _audit_entries(keys).filter(seq__lte=entry.seq) if include_audit else None
+    entries = _audit_entries(keys).filter(pk__lte=entry.pk) if include_audit else None
     counts = {"profiles": profile_count, "episodes": episode_count, "audit_entries": audit_count}
     return ExportStream(_scope_document(keys, now, statuses, profiles, episodes, entries), counts, entry.audit_id)
 
@@ -317,7 +318,7 @@ def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
     actor.require_bot(keys)
     now = timezone.now()
     with transaction.atomic():
-        audit.lock_chain()
+        audit.lock_chain(keys.scope_key)
         count = _audit_entries(keys).count() + 1
         entry = audit.append(
             "audit_export",
@@ -329,7 +330,7 @@ def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
             summary=f"exported {count} audit entries",
             metadata={"audit_entries": count},
         )
-    stream = _audit_document(keys, now, _audit_entries(keys).filter(seq__lte=entry.seq))
+    stream = _audit_document(keys, now, _audit_entries(keys).filter(pk__lte=entry.pk))
     return ExportStream(stream, {"audit_entries": count}, entry.audit_id)
 
 

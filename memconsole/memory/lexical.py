@@ -20,9 +20,10 @@ without `save()` (bulk_create, update()) calls `index_episodes`; `rebuild` repai
 and an entry left by a raw SQL delete is only an orphan: search reads episodes in SQL afterwards.
 
 A query's lexical score for an episode is the share of the query's term weight (BM25's idf, within
-the scope) that the episode contains: 0 (nothing shared) to 1 (every query term present). A query's
-document frequencies, and its candidate lookups, are one statement each (LOOKUP_CHUNK terms a
-statement), not one per term.
+the scope; a term made only by English or Spanish function words weighs at most ln 2 and looks no
+candidate up, STOP_WORDS) that the episode contains: 0 (nothing shared) to 1 (every query term
+present). A query's document frequencies, and its candidate lookups, are one statement each
+(LOOKUP_CHUNK terms a statement), not one per term.
 """
 
 from __future__ import annotations
@@ -85,6 +86,46 @@ def terms(text: str) -> set[str]:
             padded = f"#{run}#"
             found.update(padded[i : i + 3] for i in range(len(padded) - 2))
     return found
+
+
+# Function words of English and Spanish (folded: no accents), left out of a QUERY's terms: in a
+# scope of mostly one language the other's function words are rare, so their idf is high, and a
+# question sharing only "la", "es", "de" with an episode would look like a match. A query of nothing
+# but function words has no lexical signal (the vector search still runs). Documents keep every word.
+ENGLISH_FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905 (a word list reads better as words)
+        "a an and are as at be been but by can could did do does for from had has have he her him his how i "
+        "if in is it its me my of on or our she so than that the their them there these they this those to "
+        "us was we were what when where which who whom whose why will with would you your"
+    ).split()
+)
+SPANISH_FUNCTION_WORDS = frozenset(
+    (  # noqa: SIM905
+        "al como con cual cuales cuando de del donde e el ella en es esta estan este esto la las le les lo los "
+        "me mi mis muy nos o para pero por que quien quienes se ser si son su sus te tu tus u un una unas unos "
+        "y ya yo"
+    ).split()
+)
+STOP_WORDS = ENGLISH_FUNCTION_WORDS | SPANISH_FUNCTION_WORDS
+# The most a term made only by function words weighs: the idf of a term in half the scope (ln 2),
+# however rare it is there. Spanish "la", "es", "de" in a mostly English scope would otherwise weigh
+# like a rare name; English "my", "is" in an English scope weigh about this anyway.
+FUNCTION_WORD_IDF = math.log(2)
+
+
+def reads_as_spanish(text: str) -> bool:
+    """Whether the text's function words are Spanish and none English-only (a cheap language guess
+    for a Latin-script query: "¿Cuál es la capital…?" yes, "Where is la Sagrada Familia?" no)."""
+    words = set(_RUNS.findall(_fold(text)))
+    return not words.isdisjoint(SPANISH_FUNCTION_WORDS - ENGLISH_FUNCTION_WORDS) and words.isdisjoint(
+        ENGLISH_FUNCTION_WORDS - SPANISH_FUNCTION_WORDS
+    )
+
+
+def query_terms(text: str) -> set[str]:
+    """`terms(text)` without its function words (STOP_WORDS): what a query is looked up by."""
+    kept = [run for run in _RUNS.findall(_fold(text)) if run not in STOP_WORDS]
+    return terms(" ".join(kept))
 
 
 def document_text(episode: Episode, content: str | None = None) -> str:
@@ -263,16 +304,22 @@ class LexicalQuery:
     tokens: dict[str, str]  # plaintext term -> stored token
     scope_size: int
     frequencies: dict[str, int] = field(default_factory=dict)  # plaintext term -> document frequency
+    function_terms: frozenset[str] = frozenset()  # made by function words only: weight capped, not looked up
 
     @classmethod
     def build(cls, user_key: str, text: str) -> LexicalQuery:
         plain = sorted(terms(text))
+        content = query_terms(text)
         tokens = {t: token(user_key, t) for t in plain}
         everything = token(user_key, ALL_TERM)
         df = _frequencies([*tokens.values(), everything])
         n = df.get(everything, 0)
-        weights = {t: math.log(1 + (n - df.get(tok, 0) + 0.5) / (df.get(tok, 0) + 0.5)) for t, tok in tokens.items()}
-        return cls(user_key, weights, tokens, n, {t: df.get(tok, 0) for t, tok in tokens.items()})
+        weights = {}
+        for t, tok in tokens.items():
+            idf = math.log(1 + (n - df.get(tok, 0) + 0.5) / (df.get(tok, 0) + 0.5))
+            weights[t] = idf if t in content else min(idf, FUNCTION_WORD_IDF)
+        frequencies = {t: df.get(tok, 0) for t, tok in tokens.items()}
+        return cls(user_key, weights, tokens, n, frequencies, frozenset(plain) - content)
 
     def score(self, document: str) -> float:
         """Share of the query's term weight present in `document` (0..1).
@@ -298,7 +345,7 @@ class LexicalQuery:
         Python. A common term ("the", "#my") would have the index read and rank most of the scope
         (BM25 over every match took 0.6 s at 30,000 episodes); it still counts in `score`, and the
         vector search finds what shares only common words."""
-        rarest = sorted((df, t) for t, df in self.frequencies.items() if df > 0)
+        rarest = sorted((df, t) for t, df in self.frequencies.items() if df > 0 and t not in self.function_terms)
         if not rarest or self.scope_size == 0:
             return []
         chosen: list[str] = []

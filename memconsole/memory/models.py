@@ -13,17 +13,22 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from django.conf import settings
 from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
+from .access_models import BotGrant as BotGrant  # tokens, grants, health runs (re-exported)
+from .access_models import BotToken as BotToken
+from .access_models import HealthRun as HealthRun
 from .botmemory_models import BotMemorySettings, Fact, FactVersion, WindowMessage  # noqa: F401 (issue 20)
+from .checkpoint_models import AuditCheckpoint as AuditCheckpoint  # audit checkpoints (memory/checkpoints.py)
+from .checkpoint_models import CheckpointHead as CheckpointHead
 from .embedding_state import EmbeddingState  # noqa: F401  the model switch (memory/reembed.py)
 from .episode_extras import EpisodeExtras, EpisodeMetadata
 from .erasure_journal import ErasureJournal  # noqa: F401  an erasure's unfinished index part (memory/erasure_index.py)
 from .install import Sealed
 from .job_models import Job, JobInput  # noqa: F401  background jobs (memory/jobs.py)
+from .pending_models import PendingVector  # noqa: F401  write-behind vectors (memory/pending.py)
 from .usage_models import EpisodeUse  # noqa: F401  how often each memory is used (memory/usage.py)
 
 
@@ -299,13 +304,15 @@ class ProfileVersion(SealedPayload):
 
 
 class AuditHead(models.Model):
-    """Singleton row holding the chain's tip; locked for every append (select_for_update)."""
+    """The tip of one audit chain (`chain`: a space's scope_key, "" for the install-wide chain,
+    which continues the single chain of installs before issue 22); locked for every append to it."""
 
+    chain = models.CharField(max_length=400, unique=True, default="")
     seq = models.BigIntegerField(default=0)
     entry_hash = models.CharField(max_length=64, default="0" * 64)
 
     def __str__(self) -> str:
-        return f"audit head #{self.seq}"
+        return f"audit head #{self.seq} of {self.chain or '(install)'}"
 
 
 class AuditEntry(SealedPayload):
@@ -316,7 +323,10 @@ class AuditEntry(SealedPayload):
     (`redacted=True`) while the chain stays verifiable.
     """
 
-    seq = models.BigIntegerField(unique=True)
+    # The chain this entry links into (its scope_key; "" for install-wide entries and for every entry
+    # written before per-space chains) and its position there (1, 2, ... per chain).
+    chain = models.CharField(max_length=400, default="")
+    seq = models.BigIntegerField()
     audit_id = models.CharField(max_length=32, unique=True)
     timestamp = models.DateTimeField(default=timezone.now)
     operation = models.CharField(max_length=40)
@@ -340,12 +350,13 @@ class AuditEntry(SealedPayload):
     class Meta:
         verbose_name = _("audit entry")
         verbose_name_plural = _("audit entries")  # not Django's "audit entrys"
-        indexes = [
-            models.Index(fields=["scope_key", "-seq"], name="audit_scope_seq"),
-            models.Index(fields=["user_key", "-seq"], name="audit_userkey_seq"),
+        constraints = [models.UniqueConstraint(fields=["chain", "seq"], name="audit_chain_seq")]
+        indexes = [  # lists are ordered by id: one order across chains, the append order within one
+            models.Index(fields=["scope_key", "-id"], name="audit_scope_id"),
+            models.Index(fields=["user_key", "-id"], name="audit_userkey_id"),
             models.Index(fields=["target_id"], name="audit_target"),
             models.Index(fields=["sender_id"], name="audit_sender"),
-            models.Index(fields=["batch_id", "seq"], name="audit_batch_seq"),
+            models.Index(fields=["batch_id", "id"], name="audit_batch_id"),
         ]
 
     def __str__(self) -> str:
@@ -382,52 +393,6 @@ class InjectionSnapshot(SealedPayload):
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id} in {self.scope_key}"
-
-
-class BotToken(models.Model):
-    """A bot API token. Only a SHA-256 of the secret is stored; `prefix` identifies it in lists."""
-
-    name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, unique=True)
-    token_hash = models.CharField(max_length=64, unique=True)
-    bot_uuids = models.JSONField(default=list)
-    created_at = models.DateTimeField(default=timezone.now)
-    created_by = models.CharField(max_length=255, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.prefix}…)"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
-
-
-class BotGrant(models.Model):
-    """Restricts a console user to some bots. A user with no grants sees every bot."""
-
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="bot_grants")
-    bot_uuid = models.CharField(max_length=128)
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["user", "bot_uuid"], name="grant_unique")]
-
-    def __str__(self) -> str:
-        return f"{self.user} → {self.bot_uuid or '(no bot)'}"
-
-
-class HealthRun(models.Model):
-    """A stored health-check result: {status, checks[], checked_at, duration_ms}."""
-
-    checked_at = models.DateTimeField(default=timezone.now, db_index=True)
-    status = models.CharField(max_length=8)
-    duration_ms = models.PositiveIntegerField(default=0)
-    result = models.JSONField(default=dict)
-    actor = models.CharField(max_length=255, blank=True)
-
-    def __str__(self) -> str:
-        return f"health {self.status} at {self.checked_at:%Y-%m-%d %H:%M}"
 
 
 # Every table that holds memory (what a reset, a wipe or a cross-scope check goes through).

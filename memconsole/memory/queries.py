@@ -410,7 +410,7 @@ def audit_page(
     shorthand `operation`/`actor`)."""
     filters = filters or AuditFilter(operation=operation, actor=actor)
     rows = visible_audit_entries(viewer or Actor.system()) if keys is None else scope_audit_entries(keys)
-    return keyset_page(filters.apply(rows), "seq", cursor, limit)
+    return keyset_page(filters.apply(rows), "id", cursor, limit)
 
 
 def batch_sizes(batch_ids: Iterable[str]) -> dict[str, int]:
@@ -434,7 +434,7 @@ def episode_history(keys: ScopeKeys, episode_id: str, limit: int) -> list[AuditE
     """The newest audit entries about one episode of the scope, written in any of the chats that
     share it (bot isolation), unlike a chat's own list (`scope_audit_entries`)."""
     rows = AuditEntry.objects.filter(user_key=keys.user_key, target_type="episode", target_id=episode_id)
-    return list(rows.order_by("-seq")[:limit])
+    return list(rows.order_by("-id")[:limit])
 
 
 # --- health -------------------------------------------------------------------------------------

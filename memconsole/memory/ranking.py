@@ -2,10 +2,11 @@
 
 final = relevance × recency × importance × speaker × update × exact, clamped to [0, 1], where
 relevance = 0.7 × vector similarity + 0.3 × lexical score (hybrid retrieval, LangBot's 0.7 vector
-weight; 0.3 × similarity + 0.7 × lexical for a Chinese or Japanese query with an English-only model,
-`vector_weight`; the lexical score alone when there is no embedding model), and recency =
+weight; 0.3 × similarity + 0.7 × lexical for a Chinese, Japanese or Spanish query with an
+English-only model, `vector_weight`; the lexical score alone when there is no embedding model), and recency =
 exp(−ln2 × age_days / half_life_days) (0.5 when the timestamp is missing). A query that is exactly an
-episode's id ranks that episode first (`is_exact_id_query`).
+episode's id ranks that episode first (`is_exact_id_query`); a question naming a speaker is about
+them (`named_speakers`), as a first-person one is about its asker (`is_first_person`).
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ _WORDS = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
 # word, in the first person singular of the present (-o, or -oy: voy, soy, estoy, doy), says who.
 _ES_QUESTION_VERB = re.compile(
     r"(?:^|[¿\s])(?:(?:a|en|de|con|para|por|desde|hasta)\s+)?"
-    r"(?:qu[eé]|d[oó]nde|ad[oó]nde|cu[aá]ndo|cu[aá]l(?:es)?|c[oó]mo|qui[eé]n(?:es)?|cu[aá]nt[oa]s?)\s+([^\W\d_]+)"
-)
+    r"(?:qu[eé]|d[oó]nde|ad[oó]nde|cu[aá]ndo|cu[aá]l(?:es)?|c[oó]mo|qui[eé]n(?:es)?|cu[aá]nt[oa]s?)\s+([^\W\d_]+)",
+    re.IGNORECASE,  # matched on the text as typed: casefold() can change lengths (ß -> ss), so offsets
+)  # found in a folded copy would not point into the original
 _NOT_VERBS = frozenset({"tanto", "mucho", "poco", "otro", "todo", "esto", "eso", "aquello", "tiempo", "año"})
 # What may follow such a verb in a first-person question ("¿A dónde voy en verano?", "¿Qué como
 # hoy?"). Any other word there is a verb or a subject of its own: "¿Qué trabajo tiene Mateo?" asks
@@ -70,18 +72,18 @@ def is_first_person(query: str) -> bool:
         return True
     if any(word in FIRST_PERSON_WORDS for word in _WORDS.findall(lowered)):
         return True
-    return any(_spanish_first_person_verb(lowered, match, query) for match in _ES_QUESTION_VERB.finditer(lowered))
+    return any(_spanish_first_person_verb(match, query) for match in _ES_QUESTION_VERB.finditer(query))
 
 
-def _spanish_first_person_verb(lowered: str, match: re.Match[str], query: str) -> bool:
-    verb = match.group(1)
+def _spanish_first_person_verb(match: re.Match[str], query: str) -> bool:
+    verb = match.group(1).casefold()
     if verb in _NOT_VERBS or len(verb) < 3 or not verb.endswith(("o", "oy")):
         return False
-    rest = lowered[match.end() :]
-    following = _WORDS.findall(rest)
+    rest = query[match.end() :]
+    following = _WORDS.findall(rest.casefold())
     if not following:
         return True
-    return following[0] in _ES_AFTER_VERB and not _ES_NAME_AT_END.search(query[match.end() :])
+    return following[0] in _ES_AFTER_VERB and not _ES_NAME_AT_END.search(rest)
 
 
 # An English-only model rates any two Chinese (or Japanese) sentences 0.4-0.9 alike: for a query in
@@ -90,10 +92,13 @@ VECTOR_WEIGHT_UNREAD = 0.3
 _CJK_TEXT = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 
-def vector_weight(query: str, *, english_only: bool) -> float:
+def vector_weight(query: str, *, english_only: bool, spanish: bool = False) -> float:
     """The vector similarity's share of the fused relevance for `query` (the lexical score has the
-    rest): 0.7 (LangBot's weight), or 0.3 for a Chinese or Japanese query with an English-only model."""
-    return VECTOR_WEIGHT_UNREAD if english_only and _CJK_TEXT.search(query) else VECTOR_WEIGHT
+    rest): 0.7 (LangBot's weight), or 0.3 with an English-only model for a Chinese or Japanese query
+    or a `spanish` one (its function words are Spanish: `lexical.reads_as_spanish`): such a model
+    rates any two Spanish sentences ~0.4-0.45 alike, as it does Chinese ones."""
+    unread = bool(_CJK_TEXT.search(query)) or spanish
+    return VECTOR_WEIGHT_UNREAD if english_only and unread else VECTOR_WEIGHT
 
 
 def relevance(similarity: float, lexical: float, *, vectors: bool = True, weight: float = VECTOR_WEIGHT) -> float:
@@ -187,6 +192,22 @@ def _contains_word(haystack: str, needle: str) -> bool:
     if _CJK.search(needle):  # Chinese/Japanese/Korean write no spaces: "徐强下周" names 徐强
         return True
     return re.search(r"(?<!\w)" + re.escape(needle.lower()) + r"(?!\w)", haystack) is not None
+
+
+MAX_NAMED_SPEAKERS = 3  # sender ids a question's names may bring into the speaker-first stage
+
+
+def named_speakers(query: str, speakers: list[tuple[str, str]], *, exclude: str = "") -> list[str]:
+    """The sender ids whose name (`sender_name`, whole, any case; a CJK name as written) the query
+    contains: a third-person question naming a speaker ("Where does Alice work?", "李娜是做什么工作的?")
+    is about them. Longer names first (the one that names), at most MAX_NAMED_SPEAKERS ids."""
+    q = query.strip().lower()
+    found = [
+        (len(name), sender_id)
+        for sender_id, name in speakers
+        if sender_id != exclude and len(name) >= 2 and _contains_word(q, name)
+    ]
+    return [sender_id for _, sender_id in sorted(found, key=lambda f: (-f[0], f[1]))][:MAX_NAMED_SPEAKERS]
 
 
 def exact_score(query: str, episode_id: str, sender_id: str, sender_name: str, tags: list[str], content: str) -> float:

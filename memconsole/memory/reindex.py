@@ -12,6 +12,9 @@ that has episodes or a collection and finds:
 - collections made by another embedding model (dropped, and their episodes re-embedded),
 - leftovers of an interrupted collection rebuild (`*_rebuild`, erasure): dropped.
 
+Vectors waiting for the write-behind indexer (pending.py) are not drift: `check_only` counts them
+apart (`pending`), and a repair run writes them first (`indexer.drain`).
+
 With `check_only` it only counts. Otherwise it repairs, re-embedding in batches of a few hundred,
 so that it runs in bounded memory at millions of rows and can be interrupted and run again.
 
@@ -30,10 +33,11 @@ from typing import Any, ClassVar
 
 from memconsole.lib import crypto, embeddings, vectors
 
-from . import lexical, tamper
-from .errors import unavailable_on_failure
+from . import indexer, lexical, tamper
+from .errors import Unavailable, unavailable_on_failure
 from .models import Episode
 from .paging import batches_by_pk, chunks
+from .pending_models import PendingVector
 from .reports import Report
 from .scopes import PROBE_USER_KEY_PREFIX
 from .sync import index_episodes, metadata_patch, same_metadata, vector_metadata
@@ -79,6 +83,8 @@ class ReindexReport(Report):
     lexical_missing: int = 0  # episodes without a lexical index entry (memory/lexical.py)
     lexical_stale_scopes: int = 0  # scopes whose entries were hashed with another key
     lexical_rebuilt: int = 0
+    pending: int = 0  # episodes whose vector waits for the write-behind indexer: not drift (indexer.py)
+    drained: int = 0  # ... of which a repair run wrote first
     errors: list[str] = field(default_factory=list)
     duration_ms: int = 0
 
@@ -121,6 +127,8 @@ class ReindexReport(Report):
             f"{self.scopes} scopes, {self.episodes} episodes, {self.vectors} vectors checked "
             f"in {self.duration_ms / 1000:.1f}s: {self.describe_drift()}"
         )
+        if self.pending or self.drained:
+            head += f" ({self.drained} pending vectors written first, {self.pending} waiting for the indexer)"
         if not self.check_only and self.drift:
             head += (
                 f"; repaired: {self.reembedded} re-embedded, {self.metadata_fixed} metadata fixed, "
@@ -147,6 +155,8 @@ class ReindexReport(Report):
         "metadata_fixed",
         "orphans_deleted",
         "collections_dropped",
+        "pending",
+        "drained",
         "errors",
         "duration_ms",
         "summary",
@@ -184,6 +194,8 @@ def _reindex(check_only: bool, progress: Progress | None) -> ReindexReport:
     report = ReindexReport(check_only=check_only, model_id=embeddings.current_model_id())
     notify = progress or (lambda stage, done, total: None)
     skip = PROBE_USER_KEY_PREFIX
+    if not check_only:  # the write-behind backlog first: what a crash left, and what is waiting
+        report.drained = _guard_drain(report)
 
     # Collections first, then the database (see the module docstring).
     collections = vectors.list_collections()
@@ -240,13 +252,19 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
     report.vectors += len(vector_ids)
 
     seen: set[str] = set()
+    # Waiting for the indexer, with a vector of this model: the indexer writes it (not drift).
+    waiting = set(
+        PendingVector.objects.filter(user_key=user_key, model_id=report.model_id).values_list("episode_id", flat=True)
+    )
     rows = Episode.objects.in_scope(user_key).only(*SCAN_FIELDS)
     for chunk in batches_by_pk(rows, SCAN_BATCH):
         present = {} if foreign else vectors.get(user_key, [e.episode_id for e in chunk if e.episode_id in vector_ids])
         for episode in chunk:
             seen.add(episode.episode_id)
             report.episodes += 1
-            if foreign or not episode.vector_current or episode.vector_model != report.model_id:
+            if not foreign and episode.pk in waiting:
+                report.pending += 1
+            elif foreign or not episode.vector_current or episode.vector_model != report.model_id:
                 report.not_current += 1
                 plan.embed.append(episode.pk)
             elif episode.episode_id not in present:
@@ -317,6 +335,14 @@ def _repair_scope(plan: _ScopePlan, report: ReindexReport, notify: Progress, don
         done += len(ids)
         notify("repair", done, total)
     return done
+
+
+def _guard_drain(report: ReindexReport) -> int:
+    try:
+        return indexer.drain().indexed
+    except Unavailable as exc:
+        report.errors.append(f"writing the pending vectors: {exc}")
+        return 0
 
 
 def _guard(report: ReindexReport, what: str, fn: Callable[..., Any], *args: Any) -> bool:

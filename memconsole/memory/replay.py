@@ -113,7 +113,7 @@ def _changes_since(keys: ScopeKeys, snapshot: InjectionSnapshot, ids: set[str]) 
         target_id__in=list(ids),
         timestamp__gt=snapshot.recorded_at,
         operation__in=("archive", "restore", "delete", "episode_edit", "episode_reassign"),
-    ).order_by("seq")
+    ).order_by("id")
     changes: dict[str, list[str]] = {}
     for target_id, operation in entries.values_list("target_id", "operation"):
         changes.setdefault(target_id, []).append(operation)

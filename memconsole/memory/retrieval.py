@@ -1,13 +1,14 @@
 """Recall: hybrid (vector + lexical), speaker-first search within one scope, ranked (docs/design.md §4).
 
-Candidates come from the current speaker's own episodes first (vector and lexical), then from the
-whole scope (LangBot's two-stage retrieval); each gets a fused relevance, 0.7 × vector similarity +
-0.3 × lexical score (`ranking.relevance`; 0.3/0.7 for a Chinese or Japanese query with an
-English-only model). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is dropped; the rest are
-ranked by relevance × recency × importance × speaker × update × exact (a first-person question's
-asker's own episodes first, by that score without recency) and cut at top_k. `retrieve` keeps
-every candidate with the reason it was kept or dropped (the injection snapshot stores them);
-`recall` returns the hits.
+Candidates come from the current speaker's own episodes first (vector and lexical), and from those
+of any speaker the question names (`ranking.named_speakers`), then from the whole scope (LangBot's
+two-stage retrieval); each gets a fused relevance, 0.7 × vector similarity + 0.3 × lexical score
+(`ranking.relevance`; 0.3/0.7 for a Chinese, Japanese or Spanish query with an English-only
+model). Below MEMCONSOLE_RECALL_MIN_SIMILARITY a candidate is dropped; the rest are ranked by
+relevance × recency × importance × speaker × update × exact (a first-person question's asker's own
+episodes first, by that score without recency; likewise a named speaker's) and cut at top_k.
+`retrieve` keeps every candidate with the reason it was kept or dropped (the injection snapshot
+stores them); `recall` returns the hits.
 """
 
 from __future__ import annotations
@@ -21,12 +22,12 @@ from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics, vectors
 
-from . import ranking, reembed
+from . import pending, queries, ranking, reembed
 from .audit import Actor
 from .episode_extras import prefetch_metadata
 from .errors import unavailable_on_failure
 from .filters import EpisodeFilter
-from .lexical import LexicalQuery, document_text
+from .lexical import LexicalQuery, document_text, reads_as_spanish
 from .models import Episode
 from .scopes import ScopeKeys
 from .validation import (
@@ -40,6 +41,7 @@ from .validation import (
 
 KEPT, BELOW_FLOOR, CUT_BY_TOP_K = "kept", "below_floor", "cut_by_top_k"
 SPEAKER_STAGE, SCOPE_STAGE, LEXICAL_STAGE, ID_STAGE = "speaker", "scope", "lexical", "episode_id"
+NAMED_STAGE = "named_speaker"  # the episodes of a speaker the question names, searched first too
 
 
 @dataclass
@@ -95,6 +97,7 @@ class Retrieval:
     top_k: int
     hits: list[RecallHit] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    named: list[str] = field(default_factory=list)  # sender ids the question names (ranking.named_speakers)
 
     def explanation(self) -> dict[str, Any]:
         """What an injection snapshot keeps of this retrieval (issue 18's "whole decision")."""
@@ -104,6 +107,7 @@ class Retrieval:
             "floor": self.floor,
             "top_k": self.top_k,
             "first_person": bool(self.speaker_id) and ranking.is_first_person(self.query),
+            "named_speakers": self.named,
             "candidates": [c.as_dict() for c in self.candidates],
         }
 
@@ -174,6 +178,7 @@ def retrieve(
     with unavailable_on_failure():
         pool = _Pool.gather(keys, query, top_k, found, speaker)
         result.candidates = pool.ranked(query, speaker, floor, top_k)
+        result.named = pool.named
     result.hits = [c.hit for c in result.candidates if c.outcome == KEPT]
     prefetch_metadata([hit.episode for hit in result.hits])  # as_dict reads each one's metadata
     return result
@@ -189,6 +194,7 @@ class _Pool:
     lexical: LexicalQuery
     vectors: bool
     vector_weight: float = ranking.VECTOR_WEIGHT
+    named: list[str] = field(default_factory=list)
 
     @classmethod
     def gather(cls, keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter, speaker: str) -> _Pool:
@@ -196,20 +202,30 @@ class _Pool:
         use_vectors = not embedder.is_fallback  # without a model, the lexical index is the search
         pool = cls({}, {}, {}, LexicalQuery.build(keys.user_key, query), use_vectors)
         episodes = found.episodes()
+        # A speaker the question names (by their sender_name) is searched first like the asker.
+        named = ranking.named_speakers(query, queries.known_speakers(keys), exclude=speaker)
+        pool.named = [i for i in named if found.sender_id in ("", i)]
         vector = None
         if use_vectors:
             # During a model switch, the model the scope's index still holds (reembed.py).
             model_id, vector = reembed.query_vector(keys.user_key, query)
             spec = embeddings.spec_for_model_id(model_id)
-            pool.vector_weight = ranking.vector_weight(query, english_only=bool(spec and spec.english_only))
+            english_only = bool(spec and spec.english_only)
+            spanish = english_only and reads_as_spanish(query)
+            pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
             if speaker and found.sender_id in ("", speaker):
                 pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
+            for sender_id in pool.named:
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
             pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
         # The lexical stages: the speaker's own episodes, then the scope's.
         fetch = max(10, top_k * 3)
         lexical_pks: dict[int, str] = {}
         if speaker and found.sender_id in ("", speaker):
             lexical_pks.update(dict.fromkeys(pool.lexical.candidates(fetch, sender_id=speaker), SPEAKER_STAGE))
+        for sender_id in pool.named:
+            for pk in pool.lexical.candidates(fetch, sender_id=sender_id):
+                lexical_pks.setdefault(pk, SPEAKER_STAGE)
         for pk in pool.lexical.candidates(fetch):
             lexical_pks.setdefault(pk, LEXICAL_STAGE)
         known = {row.pk for row in pool.rows.values()}
@@ -236,13 +252,14 @@ class _Pool:
         top_k: int,
         fetch: int,
         speaker: str | None,
+        stage: str = "",
     ) -> None:
         """The nearest vectors (the speaker's own when `speaker`), their rows passing the filter.
 
         Over-fetch so that re-ranking by recency and weights can lift a less similar episode. When
         the filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.
         """
-        stage = SPEAKER_STAGE if speaker else SCOPE_STAGE
+        stage = stage or (SPEAKER_STAGE if speaker else SCOPE_STAGE)
         base = found.index_where()
         if speaker:
             clause = {"sender_id": speaker}
@@ -254,8 +271,13 @@ class _Pool:
             if base:
                 passes.append((fetch, base))
         episodes = found.episodes()
+        # Read-your-writes: the scope's episodes not indexed yet, searched exactly (memory/pending.py).
+        waiting = pending.nearest(
+            keys.user_key, model_id, vector, episodes.filter(sender_id=speaker) if speaker else episodes
+        )
+        self.similarities.update({h.episode_id: h.similarity for h in waiting if h.episode_id not in self.similarities})
         for size, where in passes:
-            hits = vectors.query(keys.user_key, model_id, vector, size, where=where)
+            hits = pending.merge(vectors.query(keys.user_key, model_id, vector, size, where=where), waiting, size)
             # The collection is the scope's own (vectors.query checks its owner); rows are
             # re-filtered by user_key in SQL, so no hit of another scope can surface.
             similarities = {h.episode_id: h.similarity for h in hits}
@@ -302,7 +324,8 @@ class _Pool:
                 timestamp=row.timestamp,
                 importance=row.importance,
                 episode_sender_id=row.sender_id,
-                current_speaker_id=speaker or None,
+                # A speaker the question names is weighted as the current speaker is (×1.12).
+                current_speaker_id=row.sender_id if row.sender_id in self.named else speaker or None,
                 tags=row.tags,
                 exact=exact,
                 now=now,
@@ -316,12 +339,12 @@ class _Pool:
         # score. A first-person question of the current speaker is about them: their own episodes
         # above the floor come next (speaker-first), the one that answers it best first (by the
         # score without recency: which of my memories is about my job is not a matter of age), then
-        # everything else by score.
-        first_person = bool(speaker) and ranking.is_first_person(query)
+        # everything else by score. A question naming a speaker is about them the same way.
+        about = {*self.named, *([speaker] if speaker and ranking.is_first_person(query) else [])}
 
         def order(c: Candidate) -> tuple[bool, bool, float, float, int]:
             e, parts = c.hit.episode, c.hit.breakdown
-            own = first_person and e.sender_id == speaker and parts.fused >= floor
+            own = e.sender_id in about and parts.fused >= floor
             return ranking.is_exact_id_query(query, e.episode_id), own, parts.topical if own else 0.0, c.hit.score, e.id
 
         candidates.sort(key=order, reverse=True)

@@ -53,7 +53,7 @@ def remove_empty_scope(scope: Scope, actor: Actor) -> None:
     keys = keys_of(scope)
     actor.require_bot(keys)
     with transaction.atomic():
-        audit.lock_chain()
+        audit.lock_chain(keys.scope_key)
         row = Scope.objects.select_for_update().filter(pk=scope.pk).first()
         if row is None:
             raise NotFound("no such memory space")

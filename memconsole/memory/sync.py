@@ -16,6 +16,7 @@ from . import modelswitch
 from .errors import unavailable_on_failure
 from .models import Episode
 from .paging import chunks
+from .pending_models import PendingVector
 
 log = logging.getLogger("memconsole.memory")
 
@@ -66,6 +67,8 @@ def index_episodes(episodes: list[Episode], vectors_: Any = None) -> int:
                 [vector_metadata(episodes[p]) for p in positions],
             )
     Episode.objects.filter(pk__in=[e.pk for e in episodes]).update(vector_current=True, vector_model=model_id)
+    # A vector waiting for the write-behind indexer (pending.py) is obsolete now.
+    PendingVector.objects.filter(episode_id__in=[e.pk for e in episodes]).delete()
     for episode in episodes:
         episode.vector_current, episode.vector_model = True, model_id
     return len(episodes)

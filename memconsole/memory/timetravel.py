@@ -108,7 +108,7 @@ def _changes_since(keys: ScopeKeys, at: datetime) -> tuple[dict[str, AuditEntry]
     """The first lifecycle entry after `at` for each episode of the space (and whether the read was cut)."""
     rows = AuditEntry.objects.filter(
         user_key=keys.user_key, target_type="episode", operation__in=LIFECYCLE, timestamp__gt=at
-    ).order_by("seq")
+    ).order_by("id")
     first: dict[str, AuditEntry] = {}
     for read, entry in enumerate(rows[: MAX_CHANGES + 1], 1):
         if read > MAX_CHANGES:

@@ -2,7 +2,7 @@
 domain, so that a scrape never counts a million rows: episodes by status (`EpisodeCounts`, one row
 per isolation key), episodes not indexed (the `vector_current` index; at most NOT_INDEXED_CAP are
 counted, which says "more than the cap" as clearly as an exact figure would) and the audit chain's
-length (`AuditHead.seq`). Read once per scrape, whichever worker answers it."""
+length (the sum of every chain head's `AuditHead.seq`). Read once per scrape, whichever worker answers it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class MemoryCollector(Collector):
         try:
             totals = EpisodeCounts.objects.aggregate(**{status: Sum(status) for status in STATUSES})
             not_indexed = Episode.objects.filter(vector_current=False).values("pk")[:NOT_INDEXED_CAP].count()
-            chain_length = AuditHead.objects.filter(pk=1).values_list("seq", flat=True).first() or 0
+            chain_length = AuditHead.objects.aggregate(entries=Sum("seq"))["entries"] or 0
         except DatabaseError as exc:
             log.warning("metrics: the database could not be read: %s", exc)
             up.add_metric([], 0)
@@ -48,4 +48,8 @@ class MemoryCollector(Collector):
             f"them. Counted up to {NOT_INDEXED_CAP}.",
             value=not_indexed,
         )
-        yield GaugeMetricFamily("memconsole_audit_chain_length", "Entries in the audit hash chain.", value=chain_length)
+        yield GaugeMetricFamily(
+            "memconsole_audit_chain_length",
+            "Entries in the audit hash chains (every space's and the install-wide one).",
+            value=chain_length,
+        )

@@ -78,7 +78,7 @@ def test_the_export_is_this_chats_whole_memory_and_is_audited(api):
     document = json.loads(b"".join(response.streaming_content))
     assert [e["id"] for e in document["episodes"]["episodes"]] == [kept]
     assert [p["profile"]["name"] for p in document["profiles"]["profiles"]] == ["Design group"]
-    entry = AuditEntry.objects.filter(operation="export").latest("seq")
+    entry = AuditEntry.objects.filter(operation="export").latest("id")
     assert entry.actor.startswith("token:")
     assert (
         api.client.get("/api/v1/export", SCOPE_B, headers={"Authorization": f"Bearer {api.secret}"}).status_code == 403

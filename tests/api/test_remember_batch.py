@@ -54,7 +54,7 @@ def test_it_stores_a_batch_and_recall_finds_every_episode_right_after(api):
 def test_it_writes_one_audit_entry_per_episode_under_one_batch_id(api, token_a):
     body = batch(api, {"content": "Carol is vegetarian", "sender_id": "u3"}, {"content": "Dan speaks Greek"})
 
-    entries = list(AuditEntry.objects.filter(operation="remember").order_by("seq"))
+    entries = list(AuditEntry.objects.filter(operation="remember").order_by("id"))
     assert [e.target_id for e in entries] == [a["episode_id"] for a in body["episodes"]]
     assert {e.batch_id for e in entries} == {body["batch_id"]}
     assert {e.actor for e in entries} == {f"token:{token_a[0].prefix}:bot a"}

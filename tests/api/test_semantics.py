@@ -106,7 +106,7 @@ def test_it_evicts_the_oldest_items_of_a_full_profile_and_says_which(api):
     assert body["traits"][-1] == "night owl" and "trait 0" not in body["traits"] and len(body["traits"]) == 20
     assert body["evicted"] == {"traits": ["trait 0"], "preferences": ["pref 0"]}
     assert body["adjusted"] == []
-    entry = AuditEntry.objects.filter(operation="profile_update").order_by("-seq").first()
+    entry = AuditEntry.objects.filter(operation="profile_update").order_by("-id").first()
     assert entry.payload["metadata"]["evicted"] == {"traits": ["trait 0"], "preferences": ["pref 0"]}
 
 

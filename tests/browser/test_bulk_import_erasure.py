@@ -153,7 +153,7 @@ def test_it_imports_a_langbot_file_after_a_dry_run(
     imported = Episode.objects.filter(source="import")
     assert set(imported.values_list("imported_episode_id", flat=True)) == {"lb-1", "lb-2"}
     assert Profile.objects.filter(scope_key="bot-a:tea_room", type="session").exists()
-    entries = AuditEntry.objects.filter(operation="import", scope_key="bot-a:tea_room").order_by("seq")
+    entries = AuditEntry.objects.filter(operation="import", scope_key="bot-a:tea_room").order_by("id")
     assert [(entry.target_type, entry.summary) for entry in entries] == [
         ("scope", "imported a batch of 2 episodes (langbot); the import goes on"),  # the job writes in batches
         ("session_profile", "session profile imported (langbot)"),  # the profile audited too

@@ -74,7 +74,7 @@ def test_an_inline_archive_offers_an_undo_that_restores(operator_client, url, li
     html = page_text(operator_client.post(restore_url, {"next": back, "undo": "1"}, **htmx()))
     assert "is active again" in html and 'class="link undo"' not in html  # an undo is not undone again
     assert Episode.objects.get(pk=episode.pk).status == "active"
-    assert list(AuditEntry.objects.order_by("seq").values_list("operation", flat=True))[-2:] == ["archive", "restore"]
+    assert list(AuditEntry.objects.order_by("id").values_list("operation", flat=True))[-2:] == ["archive", "restore"]
 
 
 def test_restoring_an_archived_episode_offers_an_undo_but_a_superseded_one_not(operator_client, url, light_scope, keys):

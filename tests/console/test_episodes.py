@@ -287,7 +287,7 @@ def test_it_archives_a_row_in_place_for_htmx_and_audits_it(operator_client, url,
         r'<span id="scope-counts" hx-swap-oob="innerHTML">\s*2 active, 2 archived, 0 superseded\s*</span>', html
     )
     assert 'class="link undo"' in html
-    entry = AuditEntry.objects.filter(operation="archive").latest("seq")
+    entry = AuditEntry.objects.filter(operation="archive").latest("id")
     assert (entry.target_id, entry.actor, entry.payload["after"]) == (
         episode.episode_id,
         "user:operator",

@@ -79,7 +79,7 @@ def test_fixing_a_memory_from_the_answer_archives_it_with_the_reason(operator_cl
     assert response.status_code == 302
     target.refresh_from_db()
     assert target.status == "archived"
-    entry = AuditEntry.objects.filter(operation="archive", target_id=target.episode_id).latest("seq")
+    entry = AuditEntry.objects.filter(operation="archive", target_id=target.episode_id).latest("id")
     assert entry.payload["metadata"] == {
         "reason": "the trip was cancelled",
         "from_snapshot": made.snapshot.snapshot_id,
@@ -95,7 +95,7 @@ def test_lowering_importance_from_the_answer_is_an_audited_edit(operator_client,
     )
     target.refresh_from_db()
     assert target.importance == before - 1
-    entry = AuditEntry.objects.filter(operation="episode_edit", target_id=target.episode_id).latest("seq")
+    entry = AuditEntry.objects.filter(operation="episode_edit", target_id=target.episode_id).latest("id")
     assert entry.payload["metadata"]["reason"] == "only a rumour"
     assert entry.payload["before"] == {"importance": before}
 

@@ -115,7 +115,7 @@ def test_it_grants_bots_and_lifts_the_limit(admin_client_, url, viewer):
     assert accounts.grants_of(viewer) == ["bot-a", "bot-b"]
     admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": ""})
     assert accounts.grants_of(viewer) == []
-    entries = AuditEntry.objects.filter(operation="user_grants").order_by("seq")
+    entries = AuditEntry.objects.filter(operation="user_grants").order_by("id")
     assert [e.payload["after"]["bot_uuids"] for e in entries] == [["bot-a", "bot-b"], []]
     response = admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bad bot"})
     assert response.status_code == 400 and "Each bot is a bot UUID" in response.content.decode()
@@ -131,7 +131,7 @@ def test_it_deactivates_and_reactivates_an_account(admin_client_, url, viewer, c
     admin_client_.post(url("user_active", viewer.pk), {"active": "1"})
     viewer.refresh_from_db()
     assert viewer.is_active
-    assert [e.payload["after"] for e in AuditEntry.objects.filter(operation="user_active").order_by("seq")] == [
+    assert [e.payload["after"] for e in AuditEntry.objects.filter(operation="user_active").order_by("id")] == [
         {"is_active": False},
         {"is_active": True},
     ]

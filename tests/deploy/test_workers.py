@@ -164,8 +164,11 @@ def test_it_writes_from_every_worker_into_one_audit_chain_and_loses_nothing(depl
 
     state = deployment.state(session)
     assert state["chain_ok"], state["chain_reason"]
-    assert state["chain_checked"] == len(state["seqs"])
-    assert state["seqs"] == list(range(1, len(state["seqs"]) + 1))  # one chain, no gap, no fork
+    chains = state["chains"]
+    assert state["chain_checked"] == sum(len(seqs) for seqs in chains.values())
+    for seqs in chains.values():  # each chain: no gap, no fork
+        assert seqs == list(range(1, len(seqs) + 1))
+    assert len(chains[state["scope_key"]]) >= state["remember_entries"]  # the space's writes are in its own chain
     assert sorted(state["episodes"]) == sorted(acknowledged)  # every 201 is stored, nothing else
     assert state["remember_entries"] == len(acknowledged)
     assert state["not_indexed"] == []

@@ -92,7 +92,7 @@ def test_it_writes_an_import_job_in_audited_batches(admin_client_):
     (done,) = run_queued_jobs()
     assert done.status == jobs.SUCCEEDED, done.error
     assert imported() == (EPISODES, EPISODES)
-    entries = AuditEntry.objects.filter(operation="import", scope_key__startswith="bot-b:").order_by("seq")
+    entries = AuditEntry.objects.filter(operation="import", scope_key__startswith="bot-b:").order_by("id")
     summaries = [entry.summary for entry in entries]
     assert summaries[:3] == [f"imported a batch of {n} episodes (langbot); the import goes on" for n in (50, 50, 20)]
     assert summaries[3:] == [f"imported {EPISODES} episodes and 0 profiles (langbot)"]

@@ -36,11 +36,11 @@ def test_it_verifies_an_empty_chain():
 def test_it_verifies_an_intact_chain(chain):
     report = verify_audit_chain()
     assert report.ok and report.checked == 5
-    assert str(report) == "audit chain OK (5 entries)"
+    assert str(report) == "audit chain OK (5 entries in 1 chain, 0 checkpoints)"
     assert chain[0].prev_hash == audit.GENESIS
     for previous, entry in itertools.pairwise(chain):
         assert entry.prev_hash == previous.entry_hash
-    head = AuditHead.objects.get(pk=1)
+    head = AuditHead.objects.get(chain=chain[0].chain)
     assert (head.seq, head.entry_hash) == (5, chain[-1].entry_hash)
 
 
@@ -127,7 +127,7 @@ def test_it_detects_a_deleted_middle_entry_even_when_later_ones_are_renumbered(c
     AuditEntry.objects.filter(seq=3).delete()
     for seq in (4, 5):
         AuditEntry.objects.filter(seq=seq).update(seq=seq - 1)
-    AuditHead.objects.filter(pk=1).update(seq=4)
+    AuditHead.objects.filter(chain=chain[0].chain).update(seq=4)
     report = verify_audit_chain()
     assert (report.ok, report.broken_seq) == (False, 3)
 
@@ -148,6 +148,7 @@ def test_it_detects_a_deleted_first_entry(chain):
 def _forge(after: AuditEntry, seq: int) -> AuditEntry:
     """An entry as someone without the audit key would write it: plausible fields, a guessed hash."""
     forged = AuditEntry(
+        chain=after.chain,
         seq=seq,
         audit_id=uuid.uuid4().hex,
         timestamp=after.timestamp + timedelta(seconds=1),
@@ -169,7 +170,7 @@ def _forge(after: AuditEntry, seq: int) -> AuditEntry:
 
 def test_it_detects_an_inserted_entry_at_the_end(chain):
     _forge(chain[-1], 6)
-    AuditHead.objects.filter(pk=1).update(seq=6, entry_hash="e" * 64)
+    AuditHead.objects.filter(chain=chain[0].chain).update(seq=6, entry_hash="e" * 64)
     report = verify_audit_chain()
     assert (report.ok, report.broken_seq) == (False, 6)
 
@@ -184,7 +185,7 @@ def test_it_detects_an_entry_inserted_in_the_middle(chain):
     for seq in (5, 4, 3):
         AuditEntry.objects.filter(seq=seq).update(seq=seq + 1)
     _forge(chain[1], 3)
-    AuditHead.objects.filter(pk=1).update(seq=6)
+    AuditHead.objects.filter(chain=chain[0].chain).update(seq=6)
     report = verify_audit_chain()
     assert (report.ok, report.broken_seq) == (False, 3)
 
@@ -194,7 +195,7 @@ def test_it_detects_a_copied_entry_replayed_later(chain):
     copy.pk, copy.seq, copy.audit_id = None, 6, uuid.uuid4().hex
     copy.prev_hash = chain[-1].entry_hash
     copy.save()
-    AuditHead.objects.filter(pk=1).update(seq=6, entry_hash=copy.entry_hash)
+    AuditHead.objects.filter(chain=chain[0].chain).update(seq=6, entry_hash=copy.entry_hash)
     report = verify_audit_chain()
     assert (report.ok, report.broken_seq) == (False, 6)
 

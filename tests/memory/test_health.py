@@ -162,7 +162,7 @@ def test_it_reports_a_deleted_and_an_orphan_vector_as_drift_until_reindex(system
 
 
 def test_it_names_an_edited_audit_row(system, scope_with_episodes):
-    entry = AuditEntry.objects.order_by("seq")[2]
+    entry = AuditEntry.objects.order_by("id")[2]
     AuditEntry.objects.filter(pk=entry.pk).update(operation="archive")
 
     result = health.run_health_check(system)
@@ -269,7 +269,7 @@ def test_it_stores_every_run_and_audits_it(system, admin_user):
     runs = health.latest_runs(10)
     assert [r.result for r in runs] == [second, first]
     assert runs[0].status == "OK" and runs[0].actor == "user:admin"
-    entries = list(AuditEntry.objects.filter(operation="health_check").order_by("seq"))
+    entries = list(AuditEntry.objects.filter(operation="health_check").order_by("id"))
     assert len(entries) == 3
     assert entries[1].actor == "user:admin" and entries[1].target_id == str(runs[0].pk)
     assert entries[1].payload["metadata"]["checks"]["search"] == "OK"

@@ -133,7 +133,7 @@ def _fingerprint(a) -> dict:
 
 
 def _audit_rows() -> list[tuple]:
-    return list(AuditEntry.objects.order_by("seq").values_list("seq", "entry_hash", "payload_stored", "user_key"))
+    return list(AuditEntry.objects.order_by("id").values_list("seq", "entry_hash", "payload_stored", "user_key"))
 
 
 def _pick(index: int) -> Episode | None:
@@ -253,7 +253,7 @@ def test_it_shares_episodes_across_sessions_of_one_bot_in_bot_isolation_only():
     episodes.archive(private, SYSTEM, [made.episode_id])
     made.refresh_from_db()
     assert made.status == "archived"
-    assert AuditEntry.objects.order_by("-seq").first().scope_key == group.scope_key  # where the episode lives
+    assert AuditEntry.objects.order_by("-id").first().scope_key == group.scope_key  # where the episode lives
 
 
 @pytest.mark.django_db

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db
 
 
 def _last_audit() -> AuditEntry:
-    entry = AuditEntry.objects.order_by("-seq").first()
+    entry = AuditEntry.objects.order_by("-id").first()
     assert entry is not None, "no audit entry"
     return entry
 

@@ -65,7 +65,7 @@ def readable_state() -> dict:
         "profiles": sorted(json.dumps(p.payload, sort_keys=True) for p in Profile.objects.all()),
         "versions": sorted(json.dumps(v.payload, sort_keys=True) for v in ProfileVersion.objects.all()),
         "snapshots": sorted(json.dumps(s.payload, sort_keys=True) for s in InjectionSnapshot.objects.all()),
-        "audit": [json.dumps(a.payload, sort_keys=True) for a in AuditEntry.objects.order_by("seq")],
+        "audit": [json.dumps(a.payload, sort_keys=True) for a in AuditEntry.objects.order_by("id")],
     }
 
 
@@ -164,7 +164,7 @@ def test_it_audits_the_start_and_the_end_with_counts(keys, system, settings, cap
 
     out, err = capsys.readouterr()  # progress on stderr, the result on stdout
     assert "episodes: 2/2" in err and "audit_entries: 3/" in err and "rotate_keys: " in out
-    start, end = AuditEntry.objects.filter(operation__startswith="key_rotation").order_by("seq")
+    start, end = AuditEntry.objects.filter(operation__startswith="key_rotation").order_by("id")
     assert (start.operation, end.operation) == ("key_rotation_started", "key_rotation")
     assert start.actor == end.actor == "system:manage.py rotate_keys"
     metadata = end.payload["metadata"]

@@ -19,7 +19,7 @@ CORRECTION = "Correction: I live in Lisbon and work as a nurse now"  # ≈ 0.864
 
 
 def _last_audit() -> AuditEntry:
-    entry = AuditEntry.objects.order_by("-seq").first()
+    entry = AuditEntry.objects.order_by("-id").first()
     assert entry is not None
     return entry
 

@@ -7,8 +7,8 @@ The embedded Chroma index is single-process, so writers use a Chroma server (tes
 gunicorn refusing several workers with the embedded index is proven in tests/deploy/test_gunicorn.py.
 
 Then: every acknowledged write is present with the status its writer last set (deleted ones are
-gone, nothing else exists), ids are unique, EpisodeCounts equal the rows, the audit chain is one
-unforked chain with contiguous seq, each profile's versions are 1..V with every acknowledged update
+gone, nothing else exists), ids are unique, EpisodeCounts equal the rows, the audit log is
+unforked chains (one per space) with contiguous seq, each profile's versions are 1..V with every acknowledged update
 holding its own version in chain order, and no writer's last trait was lost.
 """
 
@@ -106,7 +106,7 @@ def assert_nothing_lost(results: list[dict], state: dict) -> dict:
     for name, total in totals.items():
         assert state["operations"].get(name, 0) == total, (name, state["operations"])
     assert state["chain"]["ok"], state["chain"]
-    assert state["seq_contiguous"]  # one chain: no fork, no gap, no duplicate seq
+    assert state["seq_contiguous"]  # every chain: no fork, no gap, no duplicate seq
     for kind, acks_name in (("speaker", "speaker_acks"), ("session", "session_acks")):
         acks = sorted(v for r in results for v in r[acks_name])
         profile = state[kind]

@@ -326,7 +326,7 @@ def test_it_never_uses_the_uploaded_name_as_a_path(tmp_path, system, name, monke
     assert report.episodes == 1
     assert "/" not in report.file_name and "\\" not in report.file_name and "\x00" not in report.file_name
     assert len(report.file_name) <= 120
-    entry = AuditEntry.objects.filter(operation="import").latest("seq")
+    entry = AuditEntry.objects.filter(operation="import").latest("id")
     assert entry.payload["metadata"]["file_name"] == report.file_name
     assert list((tmp_path / "tmp").iterdir()) == []  # the private copy is gone, and nothing else was made
     assert not (tmp_path / "pwned.json").exists() and not Path("/tmp/pwned.json").exists()

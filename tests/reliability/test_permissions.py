@@ -553,7 +553,7 @@ def world(db, system, settings):
         "permission": Permission.objects.get(codename="view_auditentry").pk,
         "token": own.pk,
         "grant": BotGrant.objects.get().pk,
-        "audit": AuditEntry.objects.order_by("seq").first().pk,
+        "audit": AuditEntry.objects.order_by("id").first().pk,
         "job": jobs.create(jobs.IMPORT, scope="bot-a:*:session", bot_uuid="bot-a", actor=system, params={}).pk,
     }
     return {"users": users, "values": values, "secrets": {"own_token": own_secret, "other_token": other_secret}}

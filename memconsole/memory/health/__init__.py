@@ -8,7 +8,8 @@ One run answers with `{status, checks: [{id, status, detail, fix?}], checked_at,
 - the isolation probe (`probe`, `cleanup`): `write` two canary episodes into two synthetic
   user_keys, then `search`, `list`, `get`, `recall`, `inject`, `export` and `delete` must each keep
   the two apart, and `cleanup` always removes them;
-- integrity (`integrity`): `index_drift` (`reindex --check`), `audit_chain`, `row_integrity` (`tamper`), `encryption`.
+- integrity (`integrity`): `index_drift` (`reindex --check`), `index_backlog` (vectors waiting for the
+  write-behind indexer, `backlog`), `audit_chain`, `row_integrity` (`tamper`), `encryption`.
 
 Every run is stored (`HealthRun`, the newest `runner.HEALTH_RUNS_KEPT`) and audited as `health_check`.
 """

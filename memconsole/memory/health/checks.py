@@ -9,6 +9,7 @@ from django.db.migrations.executor import MigrationExecutor
 from memconsole.lib import embeddings, vectors
 
 from ..models import Episode
+from ..pending_models import PendingVector
 from ..scopes import PROBE_USER_KEY_PREFIX
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
 
@@ -45,7 +46,8 @@ def check_vector_index() -> Check:
         .values_list("user_key", flat=True)
         .distinct()
     )
-    missing = scopes - collections
+    # A new scope whose vectors still wait for the write-behind indexer has no collection yet.
+    missing = scopes - collections - set(PendingVector.objects.values_list("user_key", flat=True).distinct())
     if missing:
         return Check(
             "vector_index",

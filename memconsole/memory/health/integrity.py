@@ -7,7 +7,7 @@ from django.conf import settings
 
 from memconsole.lib import crypto, embeddings
 
-from .. import audit, reindex, rotation, tamper
+from .. import audit, checkpoints, reindex, rotation, tamper
 from ..install import InstallState
 from ..models import AuditEntry
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
@@ -57,8 +57,8 @@ def _key_problem(report: audit.ChainReport) -> Check | None:
     wrong_audit_key = bool(recorded) and recorded != audit.key_id()
     if not wrong_audit_key and not recorded and report.reason == "its fields were changed":
         # No fingerprint recorded (a chain older than it): every entry failing, first and last, is a key.
-        first = AuditEntry.objects.order_by("seq").first()
-        last = AuditEntry.objects.order_by("-seq").first()
+        first = AuditEntry.objects.order_by("id").first()
+        last = AuditEntry.objects.order_by("-id").first()
         wrong_audit_key = all(
             entry is not None and entry.entry_hash != audit.entry_hash(entry) for entry in (first, last)
         )
@@ -72,7 +72,7 @@ def _key_problem(report: audit.ChainReport) -> Check | None:
             "are signed with the wrong key.",
         )
     if report.reason.startswith("payload unreadable") and report.broken_seq is not None:
-        entry = AuditEntry.objects.filter(seq=report.broken_seq).first()
+        entry = AuditEntry.objects.filter(chain=report.chain, seq=report.broken_seq).first()
         try:
             if entry is not None:
                 _ = entry.payload
@@ -95,16 +95,27 @@ def check_audit_chain() -> Check:
     if report.ok:
         if report.checked:
             InstallState.note_audit_key(audit.key_id())  # the key every entry verified with
-        return Check("audit_chain", OK, f"the audit chain verifies: {report.checked} entries")
+            checkpoints.take()  # anchors the heads just verified (nothing when none moved)
+        return Check(
+            "audit_chain",
+            OK,
+            f"the audit chain verifies: {report.checked} entries in {report.chains} "
+            f"{'chain' if report.chains == 1 else 'chains'}, anchored by {report.checkpoints} "
+            f"{'checkpoint' if report.checkpoints == 1 else 'checkpoints'}",
+        )
     if key_check := _key_problem(report):
         return key_check
+    what = (
+        f"Entry #{report.broken_seq} of {checkpoints.chain_label(report.chain)}"
+        if report.broken_seq is not None
+        else "An audit checkpoint"
+    )
     return Check(
         "audit_chain",
         ERROR,
         str(report),
-        f"Entry #{report.broken_seq} was changed, inserted or deleted outside memconsole. Compare it with your "
-        "latest backup to see what changed; the chain cannot be repaired in place, and new entries keep "
-        "being appended after it.",
+        f"{what} was changed, inserted or deleted outside memconsole. Compare it with your latest backup to "
+        "see what changed; the chain cannot be repaired in place, and new entries keep being appended after it.",
     )
 
 

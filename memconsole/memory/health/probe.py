@@ -10,6 +10,7 @@ console list shows them), and are removed in a `finally` whatever happens (`clea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 from collections.abc import Callable
@@ -17,11 +18,12 @@ from dataclasses import dataclass
 
 from memconsole.lib import embeddings, vectors
 
-from .. import episodes, exports, injection, retrieval
+from .. import episodes, exports, indexer, injection, retrieval
 from ..audit import Actor
-from ..errors import NotFound
+from ..errors import NotFound, Unavailable
 from ..filters import EpisodeFilter
 from ..models import STATUSES, Episode, InjectionSnapshot
+from ..pending_models import PendingVector
 from ..scopes import HEALTH_PROBE_BOT_UUID, ScopeKeys, derive_scope, unregistered_scopes
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check, safely
 
@@ -116,7 +118,11 @@ def check_write(probe: Canaries) -> Check:
         else:
             probe.id_b = result.episode.episode_id
         written.append(result)
-    if not all(r.indexed for r in written):
+    # The checks below search the index itself: the canaries' vectors are written now, not later.
+    pks = [r.episode.pk for r in written]
+    with contextlib.suppress(Unavailable):  # still pending then: reported just below
+        indexer.drain(only=pks)
+    if not all(r.indexed for r in written) or PendingVector.objects.filter(episode_id__in=pks).exists():
         return Check(
             "write",
             ERROR,

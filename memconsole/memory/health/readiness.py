@@ -10,7 +10,7 @@ from django.db import connection
 
 from memconsole.lib import crypto, vectors
 
-from .. import modelswitch, reembed
+from .. import modelswitch, pending, reembed
 from ..errors import EncryptionKeyMissing
 from ..install import InstallState
 
@@ -70,3 +70,16 @@ def embedding_status() -> dict[str, object] | None:
     except Exception:  # an unreadable state or model never makes /readyz fail: the checks above say why
         log.warning("readyz: embedding state unreadable", exc_info=True)
         return None
+
+
+def index_backlog() -> dict[str, object] | None:
+    """Vectors waiting for the write-behind indexer (memory/pending.py), when any: how many, and
+    how long the oldest has waited; None when none waits or it cannot be read."""
+    try:
+        waiting = pending.backlog()
+    except Exception:  # never makes /readyz fail: the database check says why
+        log.warning("readyz: pending vectors unreadable", exc_info=True)
+        return None
+    if not waiting.count:
+        return None
+    return {"pending": waiting.count, "oldest_seconds": round(waiting.oldest_seconds, 1)}

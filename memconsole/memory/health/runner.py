@@ -14,7 +14,7 @@ from .. import audit
 from ..audit import Actor
 from ..models import HealthRun
 from ..scopes import unregistered_scopes
-from . import checks, erasures, integrity
+from . import backlog, checks, erasures, integrity
 from .cleanup import cleanup, sweep_leftovers
 from .probe import Canaries, new_canaries, run_probe_checks
 from .result import OK, Check, HealthResult, safely, worst
@@ -35,6 +35,7 @@ CHECK_IDS = (
     "delete",
     "cleanup",
     "index_drift",
+    "index_backlog",
     "audit_chain",
     "row_integrity",
     "encryption",
@@ -63,6 +64,7 @@ def run_health_check(
     results["embedding"] = safely("embedding", checks.check_embedding)
     results.update(_run_probe(on_canaries))
     results["index_drift"] = safely("index_drift", integrity.check_index_drift)
+    results["index_backlog"] = safely("index_backlog", backlog.check_index_backlog)
     results["audit_chain"] = safely("audit_chain", integrity.check_audit_chain)
     results["row_integrity"] = safely("row_integrity", integrity.check_row_integrity)
     results["encryption"] = safely("encryption", integrity.check_encryption)

@@ -128,9 +128,9 @@ def _audit_batch(rows: Sequence[Episode], scopes: Iterable[ScopeKeys], report: I
     """Counters and one audit entry per scope for a committed batch of a batched import. The rows
     were sealed before the transaction, where no row state is noted (`rowstate`): each entry names
     its scope's rows, so their states are recorded (tamper evidence) as in a one-transaction import."""
-    audit.lock_chain()  # the chain's head before the counters (see `_write_rest`)
     scopes = list(scopes)
-    for user_key in {keys.user_key for keys in scopes}:
+    audit.lock_chain(*(keys.scope_key for keys in scopes))  # the chains' heads before the counters (`_write_rest`)
+    for user_key in sorted({keys.user_key for keys in scopes}):
         counters.recount(user_key)
     for keys in scopes:
         mine = [row for row in rows if row.scope_key == keys.scope_key]
@@ -165,11 +165,11 @@ def _write_rest(
         )
     written_facts = facts.import_facts(plan.facts, actor)
     written_messages = window.import_messages(plan.messages)
-    # The chain's head before the counters, in the order remember/archive/delete take them
-    # (the other way round, an import and a remember deadlock on PostgreSQL).
-    audit.lock_chain()
+    # The chains' heads before the counters (sorted), in the order remember/archive/delete take
+    # them (the other way round, an import and a remember deadlock on PostgreSQL).
     scopes = list(scopes)
-    for user_key in {keys.user_key for keys in scopes}:
+    audit.lock_chain(*(keys.scope_key for keys in scopes))
+    for user_key in sorted({keys.user_key for keys in scopes}):
         counters.recount(user_key)
     for keys in scopes:
         scope = report.scope(keys)

@@ -52,7 +52,7 @@ def main() -> None:
     out["chain"] = str(verify_audit_chain())
     out["operations"] = list(
         AuditEntry.objects.filter(operation__startswith="key_rotation")
-        .order_by("seq")
+        .order_by("id")
         .values_list("operation", flat=True)
     )
     # Entries recording the state of rows written before row binding (the seed writes rows directly).

@@ -122,9 +122,12 @@ def main() -> None:
     result: dict = {"recover": [command(*args) for args in payload.get("recover", [])]}
     result["integrity"] = integrity()
     chain = verify_audit_chain()
-    seqs = list(AuditEntry.objects.order_by("seq").values_list("seq", flat=True))
+    chains: dict[str, list[int]] = {}  # one chain per space, and the install-wide one ("")
+    for name, seq in AuditEntry.objects.order_by("chain", "seq").values_list("chain", "seq"):
+        chains.setdefault(name, []).append(seq)
+    contiguous = all(seqs == list(range(1, len(seqs) + 1)) for seqs in chains.values())
     result["chain"] = {"ok": chain.ok, "checked": chain.checked, "reason": chain.reason}
-    result["seq_contiguous"] = seqs == list(range(1, len(seqs) + 1))
+    result["seq_contiguous"] = contiguous
     result["counters_wrong"] = counters()
     before = reindex(check_only=True)
     result["drift_before"] = {"drift": before.drift, "what": before.describe_drift() if before.drift else ""}
@@ -141,7 +144,7 @@ def main() -> None:
     result["operations"] = dict(AuditEntry.objects.values_list("operation").annotate(n=Count("id")))
     result["imports"] = [
         {"scope_key": e.scope_key, "episodes": e.payload["metadata"].get("episodes")}
-        for e in AuditEntry.objects.filter(operation="import").order_by("seq")
+        for e in AuditEntry.objects.filter(operation="import").order_by("id")
     ]
     if payload.get("list_episodes"):
         result["episode_ids"] = sorted(Episode.objects.values_list("episode_id", flat=True))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
@@ -22,6 +23,7 @@ from django.db.models import Count  # noqa: E402
 from memconsole.lib import vectors  # noqa: E402
 from memconsole.memory.audit import verify_audit_chain  # noqa: E402
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Profile  # noqa: E402
+from memconsole.memory.pending_models import PendingVector  # noqa: E402
 from memconsole.memory.scopes import derive_scope  # noqa: E402
 
 
@@ -35,18 +37,29 @@ def profile_state(keys, profile_type: str, sender_id: str) -> dict:
         "version": row.version,
         "versions": list(row.versions.order_by("version").values_list("version", flat=True)),
         # version numbers in the order their changes entered the audit chain
-        "audit_versions": [entry.payload["metadata"]["version"] for entry in audited.order_by("seq")],
+        "audit_versions": [entry.payload["metadata"]["version"] for entry in audited.order_by("id")],
         "traits": row.payload["traits"],
     }
 
 
+def wait_for_indexer(timeout: float = 60.0) -> None:
+    """The servers write vectors behind their answers (MEMCONSOLE_INDEXER=thread): wait until none waits."""
+    deadline = time.monotonic() + timeout
+    while PendingVector.objects.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def main() -> None:
     job = json.loads(sys.stdin.read())
+    wait_for_indexer()
     keys = derive_scope(job["bot_uuid"], job["session_name"], job["isolation"])
     rows = Episode.objects.filter(user_key=keys.user_key)
     counts = EpisodeCounts.objects.filter(user_key=keys.user_key).first()
     chain = verify_audit_chain()
-    seqs = list(AuditEntry.objects.order_by("seq").values_list("seq", flat=True))
+    chains: dict[str, list[int]] = {}  # one chain per space, and the install-wide one ("")
+    for name, seq in AuditEntry.objects.order_by("chain", "seq").values_list("chain", "seq"):
+        chains.setdefault(name, []).append(seq)
+    contiguous = all(seqs == list(range(1, len(seqs) + 1)) for seqs in chains.values())
     print(
         json.dumps(
             {
@@ -65,7 +78,7 @@ def main() -> None:
                     AuditEntry.objects.filter(user_key=keys.user_key).values_list("operation").annotate(n=Count("id"))
                 ),
                 "chain": {"ok": chain.ok, "checked": chain.checked, "reason": chain.reason},
-                "seq_contiguous": seqs == list(range(1, len(seqs) + 1)),
+                "seq_contiguous": contiguous,
                 "speaker": profile_state(keys, "speaker", job["speaker"]),
                 "session": profile_state(keys, "session", ""),
             }

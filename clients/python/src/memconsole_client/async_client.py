@@ -11,7 +11,8 @@ import anyio
 import httpx
 
 from . import calls
-from .transport import USER_AGENT, Call, Retry, api_url, decode, transport_error
+from .base import BaseClient
+from .transport import USER_AGENT, Call, decode, transport_error
 from .types import (
     Episode,
     EpisodeList,
@@ -29,51 +30,14 @@ from .types import (
 __all__ = ["AsyncMemoryClient"]
 
 
-class AsyncMemoryClient:
+class AsyncMemoryClient(BaseClient[httpx.AsyncClient]):
     """`MemoryClient` with awaitable calls: the same arguments, answers, errors and retries.
 
     Use it as `async with AsyncMemoryClient(...) as memory:`, or call `await memory.aclose()`.
     """
 
-    def __init__(
-        self,
-        base_url: str,
-        token: str,
-        bot_uuid: str,
-        session_name: str,
-        isolation: str = "session",
-        timeout: float = 10.0,
-        *,
-        retry: Retry | None = None,
-        http_client: httpx.AsyncClient | None = None,
-    ) -> None:
-        self.base_url = api_url(base_url)
-        self.token = token
-        self.bot_uuid = bot_uuid
-        self.session_name = session_name
-        self.isolation = isolation
-        self.timeout = timeout
-        self.retry = retry if retry is not None else Retry()
-        self._owns_http = http_client is None
-        self._http = http_client or httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT})
-
-    @property
-    def http_client(self) -> httpx.AsyncClient:
-        """The httpx client (and its connection pool) this client sends through."""
-        return self._http
-
-    def for_session(self, session_name: str, isolation: str | None = None) -> AsyncMemoryClient:
-        """The same bot and token, another chat (sharing this client's connections)."""
-        return AsyncMemoryClient(
-            self.base_url,
-            self.token,
-            self.bot_uuid,
-            session_name,
-            isolation or self.isolation,
-            self.timeout,
-            retry=self.retry,
-            http_client=self._http,
-        )
+    def _new_http(self, timeout: float) -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=timeout, headers={"User-Agent": USER_AGENT})
 
     async def aclose(self) -> None:
         """Close the connection pool (unless it was passed in as `http_client`)."""
@@ -272,13 +236,10 @@ class AsyncMemoryClient:
 
     # --- transport ------------------------------------------------------------------------------
 
-    def _scope(self) -> dict[str, str]:
-        return {"bot_uuid": self.bot_uuid, "session_name": self.session_name, "isolation": self.isolation}
-
     async def _send(self, call: Call) -> Any:
         retries, waited = 0, 0.0
         while True:
-            request = call.request(self._http, self.base_url, self.token, self._scope())
+            request = self._request(call)
             try:
                 response = await self._http.send(request)
             except httpx.TransportError as exc:

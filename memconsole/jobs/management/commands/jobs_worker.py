@@ -6,13 +6,16 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
+from memconsole.memory import indexer
+
 from ...queue import recover
-from ...worker import Recovery, make_worker, worker_id
+from ...worker import Recovery, make_worker, start_indexer, worker_id
 
 
 class Command(BaseCommand):
     help = (
-        "Run background jobs (imports, erasure, health runs, index repair, key rotation) from the database queue; "
+        "Run background jobs (imports, erasure, health runs, index repair, key rotation) from the database queue, "
+        "and with MEMCONSOLE_INDEXER=worker write the pending vectors into the index; "
         "resumes the jobs of workers that stopped. With an embedded vector index (no CHROMA_HOST) the web server "
         "runs the jobs itself (MEMCONSOLE_JOBS_IN_WEB): run this only with the web server stopped, or with a "
         "Chroma server. Ctrl-C (SIGTERM) finishes the current job, then stops."
@@ -34,15 +37,19 @@ class Command(BaseCommand):
         if batch:
             for line in recover():
                 self.stderr.write(f"job {line}")
+            if indexer.mode() == indexer.WORKER:
+                self.stderr.write(f"pending vectors written: {indexer.drain().indexed}")
             loop.run()
             self.stderr.write("jobs worker: queue empty, exiting")
             return
         loop.configure_signals()
         recovery = Recovery()
         recovery.start()
+        start_indexer(in_worker=True)  # MEMCONSOLE_INDEXER=worker: this process drains pending vectors
         try:
             loop.run()
         finally:
             recovery.stopped.set()
+            indexer.stop()
             loop.reset_signals()
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
