@@ -33,7 +33,7 @@ import onnxruntime
 from django.conf import settings
 from tokenizers import Tokenizer
 
-from . import metrics
+from . import embedbatch, metrics
 
 log = logging.getLogger("memconsole.embeddings")
 
@@ -316,10 +316,14 @@ def get_embedder() -> OnnxEmbedder | LexicalEmbedder:
         return _embedder
 
 
+_coalescer = embedbatch.Coalescer()  # concurrent calls share one model call
+
+
 def embed(texts: list[str], kind: Kind = "passage") -> np.ndarray:
-    """Unit vectors for `texts`; `kind="query"` for a search query, "passage" for what is stored."""
+    """Unit vectors for `texts`; `kind="query"` for a search query, "passage" for what is stored.
+    Calls made at the same time by other threads are embedded in the same model call (embedbatch)."""
     with metrics.embedding(len(texts)):
-        return get_embedder().embed(texts, kind=kind)
+        return _coalescer.embed(get_embedder(), texts, kind)
 
 
 def embed_query(texts: list[str]) -> np.ndarray:
