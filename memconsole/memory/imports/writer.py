@@ -152,6 +152,11 @@ def _write_rest(
     plan: Plan, report: ImportReport, actor: Actor, scopes: Iterable[ScopeKeys], *, batched: bool = False
 ) -> None:
     """Profiles, facts, window messages, the counters and each scope's (summary) audit entry."""
+    scopes = list(scopes)
+    # Every chain this appends to, locked first and in order (a profile's entry locking one chain
+    # while another import holds the next would deadlock on PostgreSQL), then the counters, in the
+    # order remember/archive/delete take them (the other way round, an import and a remember deadlock).
+    audit.lock_chain(*{keys.scope_key for keys in scopes}, *{profile.keys.scope_key for profile in plan.profiles})
     for profile in plan.profiles:
         profiles.save_profile(
             profile.keys,
@@ -165,10 +170,6 @@ def _write_rest(
         )
     written_facts = facts.import_facts(plan.facts, actor)
     written_messages = window.import_messages(plan.messages)
-    # The chains' heads before the counters (sorted), in the order remember/archive/delete take
-    # them (the other way round, an import and a remember deadlock on PostgreSQL).
-    scopes = list(scopes)
-    audit.lock_chain(*(keys.scope_key for keys in scopes))
     for user_key in sorted({keys.user_key for keys in scopes}):
         counters.recount(user_key)
     for keys in scopes:
