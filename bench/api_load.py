@@ -219,6 +219,39 @@ def run_backend(backend: str, n: int, count: int, seconds: float, workdir: Path)
             stop(chroma_process)
 
 
+def load_indexed_chats(backend: str, n: int, token_name: str) -> tuple[list[Any], str]:
+    """`n` corpus episodes over CHATS chats, bulk-loaded and indexed with the cached real-model
+    vectors, and a bot token for them: (the chats' scope keys, the token's secret)."""
+    from memconsole.memory import sync, tokens
+    from memconsole.memory.audit import Actor
+    from memconsole.memory.models import Episode
+
+    chats = [dataset.scope_keys(f"group_{900 + i}") for i in range(CHATS)]
+    vecs = dataset.cached_embeddings(n)
+    dataset.bulk_load(((chats[i % CHATS], t) for i, t in enumerate(corpus.texts(n))), n, say=lambda _m: None)
+    for keys in chats:
+        rows = list(Episode.objects.in_scope(keys.user_key).order_by("pk"))
+        for start in range(0, len(rows), 2000):
+            part = rows[start : start + 2000]
+            sync.index_episodes(part, vecs[[int(e.episode_id, 16) for e in part]])
+    _token, secret = tokens.create_token(token_name, [dataset.BOT], Actor.system("bench"))
+    harness.progress(f"{backend}: {n:,} episodes loaded and indexed over {CHATS} chats")
+    return chats, secret
+
+
+def remember_request(chats: list[Any], text: Any, i: int) -> dict[str, Any]:
+    """The body of `POST /api/v1/remember` for corpus text `text`, in chat `i % CHATS`."""
+    return {
+        "bot_uuid": dataset.BOT,
+        "session_name": chats[i % CHATS].session_name,
+        "content": text.content,
+        "tags": text.tags,
+        "importance": text.importance,
+        "sender_id": text.speaker.sender_id,
+        "sender_name": text.speaker.name,
+    }
+
+
 def _measure(
     backend: str,
     n: int,
@@ -234,36 +267,17 @@ def _measure(
     from django.db import connections
 
     from memconsole.lib import vectors
-    from memconsole.memory import episodes, retrieval, sync, tokens
+    from memconsole.memory import episodes, retrieval
     from memconsole.memory.audit import Actor
-    from memconsole.memory.models import Episode
 
     harness.require_real_model()
-    chats = [dataset.scope_keys(f"group_{900 + i}") for i in range(CHATS)]
-    vecs = dataset.cached_embeddings(n)
-    dataset.bulk_load(((chats[i % CHATS], t) for i, t in enumerate(corpus.texts(n))), n, say=lambda _m: None)
-    for keys in chats:
-        rows = list(Episode.objects.in_scope(keys.user_key).order_by("pk"))
-        for start in range(0, len(rows), 2000):
-            part = rows[start : start + 2000]
-            sync.index_episodes(part, vecs[[int(e.episode_id, 16) for e in part]])
-    _token, secret = tokens.create_token("bench load", [dataset.BOT], Actor.system("bench"))
-    harness.progress(f"{backend}: {n:,} episodes loaded and indexed over {CHATS} chats")
+    chats, secret = load_indexed_chats(backend, n, "bench load")
 
     fresh = list(corpus.texts(n + 2 * count + 100))[n:]
     queries = corpus.queries(count + 50)
 
     def remember_body(i: int) -> dict[str, Any]:
-        text = fresh[i]
-        return {
-            "bot_uuid": dataset.BOT,
-            "session_name": chats[i % CHATS].session_name,
-            "content": text.content,
-            "tags": text.tags,
-            "importance": text.importance,
-            "sender_id": text.speaker.sender_id,
-            "sender_name": text.speaker.name,
-        }
+        return remember_request(chats, fresh[i], i)
 
     def recall_body(i: int) -> dict[str, Any]:
         return {

@@ -29,7 +29,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import api_load, corpus, dataset, harness
+from bench import api_load, corpus, harness
 
 TARGET = ">= 2x the bare embed + upsert baseline in requests/s, p99 <= 250 ms, 0 errors, 100% read-your-writes"
 
@@ -109,34 +109,13 @@ def _measure(
     from django.db import connections
 
     from memconsole.lib import embeddings, vectors
-    from memconsole.memory import sync, tokens
-    from memconsole.memory.audit import Actor
-    from memconsole.memory.models import Episode
 
     harness.require_real_model()
-    chats = [dataset.scope_keys(f"group_{900 + i}") for i in range(api_load.CHATS)]
-    vecs = dataset.cached_embeddings(n)
-    dataset.bulk_load(((chats[i % api_load.CHATS], t) for i, t in enumerate(corpus.texts(n))), n, say=lambda _m: None)
-    for keys in chats:
-        rows = list(Episode.objects.in_scope(keys.user_key).order_by("pk"))
-        for start in range(0, len(rows), 2000):
-            part = rows[start : start + 2000]
-            sync.index_episodes(part, vecs[[int(e.episode_id, 16) for e in part]])
-    _token, secret = tokens.create_token("bench write-behind", [dataset.BOT], Actor.system("bench"))
-    harness.progress(f"{backend}: {n:,} episodes loaded and indexed over {api_load.CHATS} chats")
+    chats, secret = api_load.load_indexed_chats(backend, n, "bench write-behind")
     fresh = list(corpus.texts(n + 3 * count + 2 * api_load.CLIENTS + 200))[n:]
 
     def body(i: int) -> dict[str, Any]:
-        text = fresh[i]
-        return {
-            "bot_uuid": dataset.BOT,
-            "session_name": chats[i % api_load.CHATS].session_name,
-            "content": text.content,
-            "tags": text.tags,
-            "importance": text.importance,
-            "sender_id": text.speaker.sender_id,
-            "sender_name": text.speaker.name,
-        }
+        return api_load.remember_request(chats, fresh[i], i)
 
     # Baseline: the bare synchronous embed + Chroma upsert of one episode, in-process, one at a time.
     model_id = embeddings.current_model_id()

@@ -374,9 +374,8 @@ def _verify_one(chain: str, head: AuditHead | None, anchors: checkpoints.Anchors
                 return ChainReport(
                     False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)", chain
                 )
-            if not (problem := entry_problem(entry, expected_prev)) and anchored.get(entry.seq, entry.entry_hash) != (
-                entry.entry_hash
-            ):
+            problem = entry_problem(entry, expected_prev)
+            if problem is None and anchored.get(entry.seq, entry.entry_hash) != entry.entry_hash:
                 problem = "it is not the entry a checkpoint recorded here"
             if problem:
                 return ChainReport(False, checked, entry.seq, entry.audit_id, problem, chain)
