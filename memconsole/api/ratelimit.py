@@ -16,7 +16,7 @@ import threading
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.http import HttpRequest
 from django.utils import timezone
@@ -26,26 +26,43 @@ from memconsole.memory.models import BotToken
 
 from .models import RateWindow
 
+TABLE = "api_ratewindow"  # RateWindow's table (api/models.py), counted in raw SQL by `_add`
+
 
 def hit(token: BotToken) -> int | None:
     """Count one request; None when it is within the limit, else the seconds to wait."""
     now = timezone.now()
     window = now.replace(second=0, microsecond=0)
-    with transaction.atomic():
-        rows = RateWindow.objects.filter(token=token, window=window)
-        if not rows.update(count=F("count") + 1):
+    count = _add(token, window, 1)
+    if count is None:  # the token's first request this minute: open the window
+        with transaction.atomic():
             RateWindow.objects.filter(token=token, window__lt=window).delete()
             try:
                 with transaction.atomic():
                     RateWindow.objects.create(token=token, window=window, count=1)
+                count = 1
             except IntegrityError:  # another worker opened the window first
-                rows.update(count=F("count") + 1)
+                count = _add(token, window, 1) or 0
             # last_used_at is kept to the minute: one write per token per minute, not per request.
             BotToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        count = rows.values_list("count", flat=True).first() or 0
     if count <= settings.MEMCONSOLE_API_RATE_PER_MINUTE:
         return None
     return _wait(now)
+
+
+def _add(token: BotToken, window: datetime, by: int) -> int | None:
+    """Add `by` to the token's count in `window` and return the new count, in one statement (its row
+    lock keeps concurrent requests from losing a count); None when the window has no row yet."""
+    quote = connection.ops.quote_name
+    table, count = quote(TABLE), quote("count")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {table} SET {count} = {count} + %s WHERE {quote('token_id')} = %s AND {quote('window')} = %s "
+            f"RETURNING {count}",
+            [by, token.pk, connection.ops.adapt_datetimefield_value(window)],
+        )
+        row = cursor.fetchone()
+    return None if row is None else int(row[0])
 
 
 def _wait(now: datetime) -> int:

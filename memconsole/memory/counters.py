@@ -11,10 +11,11 @@ from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode, 
 
 def count(user_key: str, **deltas: int) -> None:
     """Add `deltas` (active=1, superseded=-1, ...) to the counters and touch `last_activity`."""
-    counts, _ = EpisodeCounts.objects.get_or_create(user_key=user_key)
-    EpisodeCounts.objects.filter(pk=counts.pk).update(
-        last_activity=timezone.now(), **{name: F(name) + delta for name, delta in deltas.items() if delta}
-    )
+    changes = {name: F(name) + delta for name, delta in deltas.items() if delta}
+    rows = EpisodeCounts.objects.filter(user_key=user_key)
+    if not rows.update(last_activity=timezone.now(), **changes):  # the space's first episode
+        EpisodeCounts.objects.get_or_create(user_key=user_key)
+        rows.update(last_activity=timezone.now(), **changes)
 
 
 def recount(user_key: str) -> EpisodeCounts:

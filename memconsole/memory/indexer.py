@@ -12,9 +12,10 @@ never written: the episode is embedded again. Any other write of an episode's ve
 
 Who drains (MEMCONSOLE_INDEXER): `thread`, a daemon thread of every process that writes, woken by
 each write and draining MEMCONSOLE_INDEX_DELAY_MS later (so that writes arriving together share a
-batch), also at exit; `worker`, the job worker (jobs/worker.py), polling every delay; `inline`,
-`remember` itself before it returns. Whatever the mode, a thread or worker starting drains what
-a crash left, and `reindex` drains first.
+batch), resting after each upsert three times as long as it took (`REST_PER_BUSY`), also at exit;
+`worker`, the job worker (jobs/worker.py), polling every delay; `inline`, `remember` itself before
+it returns. Whatever the mode, a thread or worker starting drains what a crash left, and `reindex`
+drains first.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ import atexit
 import logging
 import os
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +49,11 @@ log = logging.getLogger("memconsole.indexer")
 THREAD, WORKER, INLINE = "thread", "worker", "inline"
 IDLE_SECONDS = 5.0  # a thread with nothing written still looks this often (another process's backlog)
 RETRY_SECONDS = 5.0  # after the index refused a batch
+# After each upsert, a thread rests this many times as long as the upsert took: embedded Chroma holds
+# the GIL while it writes (~25 ms of CPU per upsert whatever its size), so the requests beside it
+# wait at most one upsert, and the indexer keeps under 1/(1 + REST_PER_BUSY) of the process; under
+# load its batches grow instead.
+REST_PER_BUSY = 3.0
 
 _drain_lock = threading.Lock()  # one drain at a time per process (several processes are safe)
 
@@ -72,9 +80,12 @@ class DrainReport:
         self.gone += other.gone
 
 
-def drain(limit: int | None = None, *, only: list[int] | None = None) -> DrainReport:
+def drain(
+    limit: int | None = None, *, only: list[int] | None = None, pace: Callable[[float], None] | None = None
+) -> DrainReport:
     """Write pending vectors into the index until none is left (or `limit` were taken; `only`: the
-    pending rows of these episode pks). Raises `Unavailable` when the index or the model fails."""
+    pending rows of these episode pks; `pace`, called with each upsert's seconds, may rest after
+    it). Raises `Unavailable` when the index or the model fails."""
     report = DrainReport()
     batch = int(settings.MEMCONSOLE_INDEX_BATCH)
     with _drain_lock, unavailable_on_failure():
@@ -88,14 +99,14 @@ def drain(limit: int | None = None, *, only: list[int] | None = None) -> DrainRe
             if not chunk:
                 break
             taken += len(chunk)
-            done = _drain_batch(chunk)
+            done = _drain_batch(chunk, pace)
             report.add(done)
             if done.indexed + done.gone == 0 and done.requeued:
                 break  # everything changed under us: the next pass (a moment later) writes it again
     return report
 
 
-def _drain_batch(chunk: list[PendingVector]) -> DrainReport:
+def _drain_batch(chunk: list[PendingVector], pace: Callable[[float], None] | None) -> DrainReport:
     report = DrainReport()
     model_id = embeddings.current_model_id()
     rows = {e.pk: e for e in Episode.objects.filter(pk__in=[p.episode_id for p in chunk])}
@@ -115,9 +126,12 @@ def _drain_batch(chunk: list[PendingVector]) -> DrainReport:
         episodes = [rows[pk] for pk in pks]
         metas = [vector_metadata(e) for e in episodes]
         ids = [e.episode_id for e in episodes]
+        started = time.monotonic()
         vectors.upsert(user_key, model_id, ids, np.vstack([fresh[pk] for pk in pks]), metas)
         modelswitch.write_serving(user_key, ids, [e.content for e in episodes], metas)
         written.update(zip(pks, metas, strict=True))
+        if pace is not None:
+            pace(time.monotonic() - started)
     gone: dict[str, list[str]] = {}
     with transaction.atomic():
         live = {e.pk: e for e in Episode.objects.filter(pk__in=list(written)).select_for_update()}
@@ -182,9 +196,13 @@ class Indexer(threading.Thread):
         finally:
             connection.close()
 
+    def rest(self, busy: float) -> None:
+        """After an upsert that took `busy` seconds (see REST_PER_BUSY)."""
+        self.stopped.wait(busy * REST_PER_BUSY)
+
     def once(self) -> None:
         try:
-            done = drain()
+            done = drain(pace=self.rest)
         except Exception:  # the index or the database is down: the backlog waits, recall still finds it
             log.warning("write-behind indexing failed; retried in %.0f s", RETRY_SECONDS, exc_info=True)
             self.stopped.wait(RETRY_SECONDS)
@@ -230,8 +248,8 @@ def stop(*, flush: bool = True) -> None:
         if flush:
             try:
                 drain()
-            except Exception:  # at exit: the next indexer to start drains it
-                log.warning("pending vectors left for the next start", exc_info=True)
+            except Exception as exc:  # at exit: the next indexer to start drains it (no traceback: nothing is lost)
+                log.warning("pending vectors left for the next start: %s", exc)
             finally:
                 connection.close()
 

@@ -230,10 +230,15 @@ def explain_snapshot(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, 
     for candidate in misses:
         row = rows.get(str(candidate.get("episode_id", "")))
         near.append({**candidate, "content": row.content if row else "", "gone": row is None})
+    named = [s for s in decision.get("named_speakers") or [] if isinstance(s, str) and s][:NEAR_MISSES]
+    scope = Episode.objects.in_scope(keys.user_key).order_by("-id")
+    names = {s: scope.filter(sender_id=s).values_list("sender_name", flat=True).first() or "" for s in named}
     return {
         "floor": decision.get("floor"),
         "top_k": decision.get("top_k"),
         "first_person": bool(decision.get("first_person")),
+        # the speakers the question names, whose memories were searched first too (retrieval.NAMED_STAGE)
+        "named_speakers": ", ".join(names.get(s) or s for s in named),
         "no_memory_reason": decision.get("no_memory_reason", ""),
         "candidates_total": decision.get("candidates_total", len(candidates)),
         "injected": payload.get("episodes") or [],

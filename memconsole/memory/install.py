@@ -4,6 +4,7 @@ encrypted (docs/design.md §6). `seal` is the one place a stored row decides pla
 
 from __future__ import annotations
 
+import threading
 from typing import Any, ClassVar
 
 from django.db import models, transaction
@@ -16,6 +17,35 @@ from . import rowstate
 from .errors import EncryptionKeyMissing
 
 identity = rowstate.identity
+
+# The answer "not encrypted", kept for the rest of the atomic block that read it (a write that seals
+# several values asks the database once, not once a value): the marker is an on_commit callback,
+# live while its block is (Django drops it when the block rolls back), and the block is the same
+# while the connection's savepoints are.
+_plain = threading.local()
+
+
+def _block() -> tuple[Any, ...]:
+    return tuple(transaction.get_connection().savepoint_ids)
+
+
+def _plain_in_this_block() -> bool:
+    marker, block = getattr(_plain, "marker", None) or (None, None)
+    connection = transaction.get_connection()
+    if marker is None or not connection.in_atomic_block or block != _block():
+        return False
+    return any(callback is marker for _sids, callback, _robust in connection.run_on_commit)
+
+
+def _note_plain() -> None:
+    if not transaction.get_connection().in_atomic_block:
+        return
+
+    def marker() -> None:
+        _plain.marker = None
+
+    transaction.on_commit(marker)
+    _plain.marker = (marker, _block())
 
 
 class InstallState(models.Model):
@@ -56,9 +86,13 @@ class InstallState(models.Model):
         """True once any row was sealed or keys were configured on this database."""
         if cls._known_encrypted:
             return True
+        if _plain_in_this_block():
+            return False
         encrypted = cls.objects.filter(pk=1, encrypted_since__isnull=False).exists()
         if encrypted:
             transaction.on_commit(cls._remember_encrypted)
+        else:
+            _note_plain()
         return encrypted
 
     @classmethod
@@ -68,6 +102,7 @@ class InstallState(models.Model):
             return
         cls.objects.get_or_create(pk=1)
         cls.objects.filter(pk=1, encrypted_since__isnull=True).update(encrypted_since=timezone.now())
+        _plain.marker = None  # encrypted from here on, in this block too
         transaction.on_commit(cls._remember_encrypted)
 
     @classmethod

@@ -43,3 +43,13 @@ def test_it_says_when_nothing_was_injected(viewer_client, url, light_scope, keys
 
     assert "every candidate was below the relevance floor" in page
     assert "dropped: below the relevance floor" in page
+
+
+def test_it_names_the_speaker_the_question_was_about(viewer_client, url, light_scope, keys, system):
+    remember(keys, system, "I work as a nurse at the city hospital", sender_id="gc-sam", sender_name="Sam")
+    remember(keys, system, "I prefer short answers", sender_id="gc-bob", sender_name="Bob")
+    made = record_injection(keys, system, "What does Sam do for work?", sender_id="gc-bob", top_k=3)
+
+    page = viewer_client.get(url("injection_detail", light_scope.pk, made.snapshot.snapshot_id)).content.decode()
+
+    assert "The question names Sam: their memories were searched first too." in page

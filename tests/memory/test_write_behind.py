@@ -200,3 +200,20 @@ def test_metrics_show_the_backlog(behind, keys, system):
     episodes.remember(keys, system, "a vector waiting")
     series = {metric.name: metric.samples[0].value for metric in JobCollector().collect() if metric.samples}
     assert series["memconsole_index_backlog"] == 1 and series["memconsole_index_backlog_oldest_seconds"] >= 0
+
+
+def test_the_thread_rests_after_each_upsert_so_requests_never_wait_for_a_whole_drain(behind, keys, other_keys, system):
+    """Embedded Chroma holds the GIL while it writes: the thread's drain hands each upsert's time
+    to its pace, which rests three times as long before the next one (requests beside it wait at
+    most one upsert); a stopped thread rests no more."""
+    episodes.remember(keys, system, "The cat sleeps on the piano")
+    episodes.remember(other_keys, system, "The dog sleeps under the table")
+    paced: list[float] = []
+
+    done = indexer.drain(pace=paced.append)
+
+    assert done.indexed == 2
+    assert len(paced) == 2 and all(seconds > 0 for seconds in paced)  # one upsert per space
+    thread = indexer.Indexer(poll=60)
+    thread.stopped.set()
+    thread.rest(60)  # returns at once: a stopping process does not wait out a rest
