@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from memconsole.lib import metrics
 
-from . import audit, facts, usage, window
+from . import audit, facts, people, usage, window
 from .audit import Actor
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
@@ -231,8 +231,7 @@ def explain_snapshot(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, 
         row = rows.get(str(candidate.get("episode_id", "")))
         near.append({**candidate, "content": row.content if row else "", "gone": row is None})
     named = [s for s in decision.get("named_speakers") or [] if isinstance(s, str) and s][:NEAR_MISSES]
-    scope = Episode.objects.in_scope(keys.user_key).order_by("-id")
-    names = {s: scope.filter(sender_id=s).values_list("sender_name", flat=True).first() or "" for s in named}
+    names = people.names_of(keys, named)
     return {
         "floor": decision.get("floor"),
         "top_k": decision.get("top_k"),

@@ -34,7 +34,7 @@ def _plain_in_this_block() -> bool:
     connection = transaction.get_connection()
     if marker is None or not connection.in_atomic_block or block != _block():
         return False
-    return any(callback is marker for _sids, callback, _robust in connection.run_on_commit)
+    return id(marker) in rowstate.live_callbacks()
 
 
 def _note_plain() -> None:

@@ -72,6 +72,19 @@ def scope_people(keys: ScopeKeys) -> list[Person]:
     return sorted(people, key=lambda p: (p.name.casefold() or "\uffff", p.sender_id))
 
 
+def names_of(keys: ScopeKeys, sender_ids: list[str]) -> dict[str, str]:
+    """{sender_id: name} of these speakers of one scope: the newest name their episodes carry, else
+    their profile's (one index seek a speaker; ids without a known name are left out)."""
+    episodes = Episode.objects.in_scope(keys.user_key).exclude(sender_name="").order_by("-id")
+    names = {}
+    for sender_id in dict.fromkeys(sender_ids):
+        name = episodes.filter(sender_id=sender_id).values_list("sender_name", flat=True).first()
+        if name:
+            names[sender_id] = name
+    missing = [sender_id for sender_id in sender_ids if sender_id not in names]
+    return {**(_profile_names(keys.scope_key, missing) if missing else {}), **names}
+
+
 def find_in_scope(keys: ScopeKeys, typed: str) -> Lookup:
     """Resolve a typed speaker within one scope: an id the scope knows wins; else the ids whose
     name is the typed text (any case; "alice" finds Alice)."""

@@ -137,7 +137,7 @@ def known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
         Episode.objects.in_scope(keys.user_key).order_by("-id").values_list("sender_id", "sender_name")[:SPEAKER_SAMPLE]
     )
     for sender_id, sender_name in recent:
-        if sender_id and sender_id not in speakers:
+        if sender_id and not speakers.get(sender_id):  # the newest name they gave (a later nameless episode keeps it)
             speakers[sender_id] = sender_name
     profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list(
         "sender_id", flat=True

@@ -185,12 +185,17 @@ def note(row: Any) -> None:
     pending[slot] = (row, committed)
 
 
+def live_callbacks() -> set[int]:
+    """The ids of the on_commit callbacks still registered: a marker callback whose block rolled back is gone."""
+    return {id(callback) for _sids, callback, _robust in transaction.get_connection().run_on_commit}
+
+
 def take() -> list[Any]:
     """The rows noted in the live transaction since the last `take` (then forgotten)."""
     pending = _pending()
     if not pending:
         return []
-    live = {id(callback) for _sids, callback, _robust in transaction.get_connection().run_on_commit}
+    live = live_callbacks()
     rows = [row for row, marker in pending.values() if id(marker) in live]
     pending.clear()
     return rows
