@@ -10,6 +10,8 @@
   `{"status": "active"}` for the id `active`) gets its payload redacted, and the structural fields
   that name them (sender_id, target_id "speaker:<id>") are replaced by a keyed digest
   (`audit.erase_identifiers`); the chain still verifies;
+- the files of ended imports kept for `resume_job` that hold them (`erasure_imports`; an import
+  still queued or running whose file holds them stops the erasure first);
 and writes one audited receipt with the counts, naming the person only by that keyed digest.
 
 Deleting is not enough to remove bytes from disk, so afterwards (erasure_index.py, journaled: a
@@ -43,7 +45,7 @@ from django.db.models.functions import Substr
 from django.db.models.lookups import Exact
 from django.utils import timezone
 
-from . import audit, erasure_index, facts, paging
+from . import audit, erasure_imports, erasure_index, facts, paging
 from .audit import Actor
 from .counters import recount
 from .erasure_index import compact_database
@@ -74,6 +76,7 @@ class ErasureReport(Report):
     facts: int = 0  # keyed facts about the person, and window messages they sent (issue 20)
     messages: int = 0
     scopes: int = 0
+    import_files: int = 0  # kept files of ended imports that held the person, deleted (erasure_imports)
     collections_rebuilt: int = 0
     vector_index: dict[str, Any] = field(default_factory=dict)
     database: dict[str, Any] = field(default_factory=dict)
@@ -82,7 +85,8 @@ class ErasureReport(Report):
 
     @property
     def total(self) -> int:
-        return self.episodes + self.profiles + self.snapshots_deleted + self.snapshots_redacted + self.audit_redacted
+        counts = self.episodes, self.profiles, self.snapshots_deleted, self.snapshots_redacted, self.audit_redacted
+        return sum(counts) + self.import_files
 
     def summary(self) -> str:
         verb = "would erase" if self.dry_run else "erased"
@@ -91,6 +95,7 @@ class ErasureReport(Report):
             f"{self.snapshots_deleted} snapshots; {'would redact' if self.dry_run else 'redacted'} "
             f"{self.snapshots_redacted} snapshots and {self.audit_redacted} audit entries"
             + (f"; {self.facts} facts and {self.messages} window messages" if self.facts or self.messages else "")
+            + (f"; {verb} {self.import_files} kept import files" if self.import_files else "")
         )
         if not self.dry_run:
             text += f"; {self.collections_rebuilt} vector collections rebuilt"
@@ -270,6 +275,9 @@ def _erase(
         sender_id, bot_uuid, episodes, profiles, _other_snapshots(sender_id, bot_uuid), _audit_entries(bot_uuid)
     )
     _fill(report, found, profiles, speaker_snapshots)
+    held = erasure_imports.holding(sender_id, bot_uuid)
+    erasure_imports.refuse_active(held)
+    report.import_files = len(held.kept)
     if dry_run:
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=True)
         return report
@@ -285,6 +293,7 @@ def _erase(
         ProfileVersion.objects.filter(profile_id__in=found.profile_pks).delete()
         Profile.objects.filter(pk__in=found.profile_pks).delete()
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=False)
+        report.import_files = erasure_imports.delete_kept(held)
         pks = [row[0] for row in found.episode_rows]
         for batch in chunks(pks, BATCH):
             Episode.objects.filter(pk__in=batch).delete()
@@ -380,6 +389,7 @@ def _receipt_and_journal(
             "snapshots_redacted": report.snapshots_redacted,
             "audit_redacted": report.audit_redacted,
             "scopes": report.scopes,
+            "import_files": report.import_files,
             **({"resumed": True} if resumed else {}),
         },
     )

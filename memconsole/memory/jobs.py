@@ -175,7 +175,10 @@ def claim(job_id: Any, worker: str) -> Job | None:
 
 
 def input_of(job: Job) -> tuple[str, bytes]:
-    row = JobInput.objects.get(job=job)
+    """(name, bytes) of the job's uploaded file; `MemoryError_` when it is gone (why: the job's note)."""
+    row = JobInput.objects.filter(job=job).first()
+    if row is None:
+        raise MemoryError_(f"this job's file is no longer kept: {job.note or 'it was deleted'}")
     return row.name, bytes(row.data)
 
 

@@ -55,7 +55,9 @@ def test_it_names_the_speaker_the_question_was_about(viewer_client, url, light_s
     assert "The question names Sam: their memories were searched first too." in page
 
 
-def test_a_speaker_is_named_by_the_name_they_gave_before_a_nameless_message(viewer_client, url, light_scope, keys, system):
+def test_a_speaker_is_named_by_the_name_they_gave_before_a_nameless_message(
+    viewer_client, url, light_scope, keys, system
+):
     remember(keys, system, "I work as a nurse at the city hospital", sender_id="gc-sam", sender_name="Sam")
     remember(keys, system, "I started running on Sundays", sender_id="gc-sam")  # this platform sent no name
     remember(keys, system, "I prefer short answers", sender_id="gc-bob", sender_name="Bob")

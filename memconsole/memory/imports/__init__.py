@@ -52,6 +52,7 @@ __all__ = [
     "import_file",
     "import_upload",
     "max_import_bytes",
+    "people_in",
     "read_upload",
 ]
 
@@ -134,6 +135,28 @@ def import_file(
     del kept  # only the ids are needed from here on
     writer.index(new_ids, report, progress)
     return report
+
+
+def people_in(
+    path: Any, fmt: str, *, bot_uuid: str, session_name: str | None = None, isolation: str = "session"
+) -> set[str]:
+    """The sender ids a file's records name (episodes, also those the source deleted, speaker
+    profiles, facts' subjects, window messages), read by the import's own parser and checks;
+    `ImportFileError` for a file it cannot read. Writes nothing (erasure reads kept import files)."""
+    if fmt not in PARSERS:
+        raise ValidationError(f"unknown format {fmt!r} (use {', '.join(FORMATS)})", field="format")
+    plan = Plan()
+
+    def target(file_session: Any, where: str) -> ScopeKeys:
+        return plan.keys_for(bot_uuid, file_session, isolation, where)
+
+    PARSERS[fmt](Path(path), plan, target, bot_uuid=bot_uuid, session_name=session_name, include_messages=True)
+    return (
+        {e.sender_id for e in plan.episodes + plan.deleted}
+        | {p.sender_id for p in plan.profiles}
+        | {f.subject for f in plan.facts}
+        | {m.sender_id for m in plan.messages}
+    ) - {""}
 
 
 def _plan(checkpoint: writer.Checkpoint | None) -> Plan:
