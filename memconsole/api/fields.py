@@ -118,7 +118,11 @@ Statuses = list[Annotated[StatusName, BeforeValidator(_string)]]
 QueryId = Annotated[Text, Field(max_length=validation.MAX_QUERY_ID_CHARS)]
 # An episode's kind and metadata (issue 20; validation.validate_kind / validate_metadata).
 Kind = Annotated[
-    Text, Field(pattern=validation.KIND.pattern, description="a short label, e.g. question or fact_recalled")
+    Text,
+    Field(
+        pattern=validation.KIND_OR_NONE.pattern,
+        description="a short label, e.g. question or fact_recalled; '' for none, as answers give it",
+    ),
 ]
 Metadata = Annotated[
     dict[str, Any],

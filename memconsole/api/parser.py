@@ -88,7 +88,10 @@ def _read_chunked(request: HttpRequest, limit: int) -> bytes:
     return data
 
 
-def _body(request: HttpRequest) -> bytes:
+def request_body(request: HttpRequest) -> bytes:
+    """The request's body, chunked or not, checked against MEMCONSOLE_API_MAX_BODY_BYTES (by
+    Content-Length before it is read, then by what was read); `ApiError` 400 or 413 otherwise.
+    The JSON API and /mcp read bodies here."""
     limit = settings.MEMCONSOLE_API_MAX_BODY_BYTES
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -111,7 +114,7 @@ class StrictJSONParser(Parser):
     def parse_body(self, request: HttpRequest) -> dict[str, Any]:
         """The request body as a JSON object, after the size limit and strict parsing."""
         try:
-            text = _body(request).decode("utf-8")
+            text = request_body(request).decode("utf-8")
         except UnicodeDecodeError:
             raise ApiError(400, "malformed_json", "the body is not UTF-8") from None
         if not text.strip():

@@ -160,7 +160,7 @@ class ProfileUpdateRequest(ProfileQuery):
         description="a line added to the notes (after `set.notes`, on a new line), without read-modify-write; "
         f"the notes are cut at {validation.MAX_NOTES} characters",
     )
-    if_version: Annotated[int, Field(ge=0), BeforeValidator(whole_number)] | None = Field(
+    if_version: Annotated[int, Field(ge=0, le=validation.MAX_VERSION), BeforeValidator(whole_number)] | None = Field(
         None,
         description="the version the writer read (0: no profile yet); when the stored version differs, "
         "409 conflict and nothing is changed",

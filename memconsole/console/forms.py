@@ -234,7 +234,7 @@ def _lines(value: str) -> list[str]:
 
 # Version numbers are PositiveIntegerFields: a larger number cannot name one (and SQLite refuses
 # integers beyond 64 bits in a query).
-MAX_VERSION = 2**31 - 1
+MAX_VERSION = validation.MAX_VERSION
 
 
 class ProfileForm(ConsoleForm):

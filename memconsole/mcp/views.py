@@ -13,13 +13,13 @@ import logging
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
-from django.core.exceptions import RequestDataTooBig
-from django.http import HttpRequest, HttpResponse, UnreadablePostError
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 
 from memconsole.api import ratelimit
 from memconsole.api.auth import bot_for_token
 from memconsole.api.errors import ApiError
+from memconsole.api.parser import request_body
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import BotToken
 
@@ -51,7 +51,7 @@ class Refused(Exception):
 
 def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
     """The request's token and body, after the JSON API's checks in its order: method, token, rate limit,
-    body size (by Content-Length before the body is read, then by what was read)."""
+    then the body as the JSON API reads it (chunked or not, within its size limit)."""
     if request.method != "POST":
         raise Refused(405, REFUSED, "use POST (this server keeps no SSE stream)", {"Allow": "POST"})
     try:
@@ -63,19 +63,10 @@ def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
         limit = settings.MEMCONSOLE_API_RATE_PER_MINUTE
         message = f"at most {limit} requests a minute per token; retry in {wait} s"
         raise Refused(429, RATE_LIMITED, message, {"Retry-After": str(wait)})
-    limit = settings.MEMCONSOLE_API_MAX_BODY_BYTES
-    too_big = Refused(413, REFUSED, f"the body is over {limit} bytes")
-    declared = request.META.get("CONTENT_LENGTH") or "0"
-    if declared.isdigit() and int(declared) > limit:
-        raise too_big
     try:
-        body = request.body
-    except RequestDataTooBig:
-        raise too_big from None
-    except UnreadablePostError:
-        raise Refused(400, REFUSED, "the body could not be read") from None
-    if len(body) > limit:
-        raise too_big
+        body = request_body(request)  # the JSON API's reader: chunked bodies too (memconsole/api/parser.py)
+    except ApiError as exc:
+        raise Refused(exc.status, REFUSED, exc.message) from None
     return token, body
 
 
@@ -86,6 +77,14 @@ def json_only(accept: str) -> str:
     # No Accept header at all means anything is acceptable (RFC 9110 §12.5.1), as for curl.
     acceptable = {"", "application/json", "application/*", "*/*"}
     return "application/json" if media_types & acceptable else accept
+
+
+def _is_json(headers: list[tuple[str, str]]) -> bool:
+    return any(
+        name.lower() == "content-type"
+        and value.split(";")[0].strip().lower() in {"application/json", "text/event-stream"}
+        for name, value in headers
+    )
 
 
 @csrf_exempt  # a bot endpoint: authenticated by a bearer token, never by a cookie
@@ -102,6 +101,11 @@ def endpoint(request: HttpRequest) -> HttpResponse:
     except Exception:  # the SDK answers its own errors: this is a bug, and still no HTML page
         log.exception("the MCP server failed on POST %s", request.path)
         return Refused(500, INTERNAL_ERROR, "unexpected server error").response()
+    if answer.status >= 400 and not _is_json(answer.headers):
+        # The SDK's own refusals of the transport (a wrong Content-Type, ...) are plain text: the
+        # same JSON-RPC error shape as every other refusal here, with its status and words.
+        message = bytes(answer.body).decode("utf-8", "replace").strip()[:300] or "the request was refused"
+        return Refused(answer.status, REFUSED, message).response()
     response = HttpResponse(bytes(answer.body), status=answer.status)
     for name, value in answer.headers:
         if name.lower() not in _SKIPPED_HEADERS:

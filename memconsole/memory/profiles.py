@@ -22,6 +22,7 @@ from .validation import (
     MAX_PROFILE_NAME,
     MAX_SENDER_CHARS,
     MAX_TRAITS,
+    MAX_VERSION,
     clipped_text,
     text,
 )
@@ -101,8 +102,8 @@ def _check_version(row: Profile | None, if_version: int | None) -> None:
 def _if_version(value: Any) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValidationError("if_version must be a whole number, 0 or more", field="if_version")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_VERSION:
+        raise ValidationError(f"if_version must be a whole number from 0 to {MAX_VERSION}", field="if_version")
     return value
 
 
@@ -214,7 +215,8 @@ def change_profile(
     A profile that already holds 20 traits (10 preferences) evicts its oldest to take a new one;
     notes (set, then `append_notes` added on a new line) are cut at 2,000 characters. With
     `if_version` (the version the writer read) a profile changed since raises `Conflict` and
-    nothing is written.
+    nothing is written. A change that leaves the stored profile as it is (a trait it already has)
+    writes nothing: the version stays, so a guarded writer's next `if_version` still holds.
     """
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
@@ -252,6 +254,8 @@ def change_profile(
             kind: items for kind, items in (("traits", evicted_traits), ("preferences", evicted_preferences)) if items
         }
         adjusted = ["notes"] if notes_cut else []
+        if row is not None and data == {key: current.get(key, empty) for key, empty in EMPTY_PROFILE.items()}:
+            return ProfileChange(row)  # it changes nothing: no new version, no audit entry (as for facts)
         report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
         row = save_profile(
             keys,

@@ -258,9 +258,8 @@ def _count(keys: ScopeKeys, where: EpisodeFilter) -> EpisodeCount:
         matching = where.episodes().order_by()[: COUNT_LIMIT + 1].count()  # (scope, speaker, status)
         return EpisodeCount(min(matching, COUNT_LIMIT), total, matching > COUNT_LIMIT, filtered=True)
     # The COUNT_LIMIT-th newest id, from the (scope, status, id) index alone; then the matching rows
-    # from it on. A minimum importance is written as its levels, so that each (status, level) is a
-    # seek of the (scope, status, importance, id) index reading only the matching entries (at 1M
-    # rows, 0.05-0.3 ms instead of reading 10,000 rows); other filters read those rows by id.
+    # from it on: a minimum importance as its levels, each (status, level) a seek of the (scope,
+    # status, importance, id) index that reads no row (0.1 ms at 1M); other filters read the rows.
     oldest = next(iter(narrowed.episodes().order_by("-id").values_list("id", flat=True)[COUNT_LIMIT - 1 :][:1]), 0)
     sampled = _planned(replace(where, importance_min=None), "time").filter(id__gte=oldest)
     if where.importance_min is not None:

@@ -8,7 +8,8 @@ that has episodes or a collection and finds:
 - episodes marked current whose vector is missing,
 - vectors whose metadata no longer matches the row (status, importance, tags...),
 - orphan vectors: no episode of that user_key has the id,
-- collections for user_keys without episodes,
+- collections for user_keys without episodes (an empty one, which forgetting a space's last
+  episode leaves, is dropped by a repair but is not drift),
 - collections made by another embedding model (dropped, and their episodes re-embedded),
 - leftovers of an interrupted collection rebuild (`*_rebuild`, erasure): dropped.
 
@@ -240,9 +241,11 @@ def _scan_scope(user_key: str, has_episodes: bool, report: ReindexReport) -> _Sc
     collection_model = vectors.collection_model(user_key)  # None: no collection
     foreign = collection_model not in (None, "", report.model_id)
     if collection_model is not None and not has_episodes:
-        # Re-checked against the database before anything is dropped.
-        report.orphan_collections += 1
-        report.vectors += len(vectors.all_ids(user_key))
+        # Re-checked against the database before anything is dropped. An empty one is what
+        # forgetting a space's last episode leaves: tidied by a repair, but not drift.
+        stranded = len(vectors.all_ids(user_key))
+        report.orphan_collections += bool(stranded)
+        report.vectors += stranded
         plan.drop_collection = True
         return plan
     if foreign:

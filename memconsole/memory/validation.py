@@ -36,6 +36,8 @@ MIN_IMPORTANCE, MAX_IMPORTANCE = 1, 5
 
 # An episode's kind (issue 20): a short label, letters, digits and _ . : - (e.g. jw-agents' "fact_recalled").
 KIND = re.compile(rf"^[\w.:-]{{1,{MAX_KIND_CHARS}}}$")
+MAX_VERSION = 2**31 - 1  # a stored version (profiles, facts, episodes): a PositiveIntegerField
+KIND_OR_NONE = re.compile(rf"^[\w.:-]{{0,{MAX_KIND_CHARS}}}$")  # the faces' form: "" is no kind
 # An episode's metadata: a JSON object of at most this many bytes (UTF-8, compact) and this depth.
 MAX_METADATA_BYTES = 8192
 MAX_METADATA_DEPTH = 8

@@ -9,7 +9,7 @@ import pytest
 from memconsole.lib import vectors
 from memconsole.memory import episodes
 from memconsole.memory.audit import verify_audit_chain
-from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, Scope
+from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot, ProfileVersion, Scope
 from memconsole.memory.scopes import derive_scope
 
 from .conftest import SCOPE_A
@@ -152,6 +152,25 @@ def test_it_updates_profiles_and_reads_them_back(api):
     assert AuditEntry.objects.filter(operation="profile_update", actor_type="token").count() == 2
     session = api.post("profile", {**SCOPE_A, "set": {"name": "Hiking club"}}).json()
     assert (session["type"], session["sender_id"], session["name"]) == ("session", "", "Hiking club")
+
+
+def test_an_update_that_changes_nothing_keeps_the_version(api):
+    """A bot that re-adds a trait it already stored on every message must not fill the history and
+    the audit chain, nor turn a guarded writer's next update into a 409."""
+    speaker = {**SCOPE_A, "type": "speaker", "sender_id": "u1"}
+    assert api.post("profile", {**speaker, "add_traits": ["tea drinker"]}).json()["version"] == 1
+    for same in (
+        {},
+        {"set": {}},
+        {"add_traits": []},
+        {"remove_traits": ["never had it"]},
+        {"add_traits": ["Tea drinker"]},
+    ):
+        answer = api.post("profile", {**speaker, **same})
+        assert answer.status_code == 200 and answer.json()["version"] == 1, (same, answer.content)
+    assert api.post("profile", {**speaker, "add_traits": ["calm"], "if_version": 1}).json()["version"] == 2
+    assert AuditEntry.objects.filter(operation="profile_update").count() == 2
+    assert ProfileVersion.objects.filter(profile__sender_id="u1").count() == 2
 
 
 def test_it_forgets_an_episode(api):

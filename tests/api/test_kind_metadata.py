@@ -43,6 +43,17 @@ def test_it_filters_recall_and_the_list_by_kind(api):
     assert listed[0]["kind"] == "answer" and listed[0]["metadata"] == {}
 
 
+def test_an_empty_kind_is_no_kind_as_answers_give_it(api):
+    """A client that sends back what it read (`"kind": ""` for an episode without one) is not refused."""
+    plain = _remember(api, "Norway has fjords", kind="")
+    _remember(api, "Do you ship to Norway?", kind="question")
+    assert Episode.objects.get(episode_id=plain).kind == ""
+
+    hits = api.post("recall", {**SCOPE_A, "query": "Norway", "kind": ""}).json()["episodes"]
+    assert len(hits) == 2  # no kind filter, as when it is left out
+    assert len(api.get("episodes", {**SCOPE_A, "kind": ""}).json()["episodes"]) == 2
+
+
 def test_it_seals_metadata_like_content(api, settings):
     settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
     _remember(api, "secret plan", metadata={"card": "4111 1111"})

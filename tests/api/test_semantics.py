@@ -138,6 +138,9 @@ def test_it_answers_409_to_a_stale_if_version_and_changes_nothing(api):
 
 def test_it_refuses_an_if_version_that_is_no_version_number(api):
     assert api.post("profile", {**SPEAKER, "if_version": -1}).status_code == 422
+    for beyond in (2**31, 1e300):  # no version can be that high: a bad request, not a conflict
+        refused = api.post("profile", {**SPEAKER, "if_version": beyond})
+        assert refused.status_code == 422 and refused.json()["error"]["field"] == "if_version", refused.content
     assert api.post("profile", {**SPEAKER, "if_version": "2"}).status_code == 400
 
 

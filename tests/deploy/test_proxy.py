@@ -252,6 +252,28 @@ def test_it_reads_chunked_api_bodies_as_their_content(site, through, request):
     assert (status, refused["error"]["code"]) == (413, "payload_too_large")
 
 
+@pytest.mark.parametrize("through", ["gunicorn", "nginx"])
+def test_it_reads_chunked_mcp_bodies_as_their_content(site, through, request):
+    """/mcp reads a body as the API does: sent in chunks, a tool call is answered (it was a JSON-RPC
+    parse error of an empty body), and an oversized one is refused with 413."""
+    port = request.getfixturevalue("nginx").port if through == "nginx" else site.server.port
+    session = f"mcp_chunked_{through}"
+    content = f"mcp chunks through {through}: " + " ".join(["jazz"] * 400)
+
+    def call(tool: str, arguments: dict) -> tuple[int, dict]:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
+        return _chunked_post(port, "/mcp", json.dumps(message).encode(), site.token)
+
+    status, stored = call("remember", {"bot_uuid": BOT, "session_name": session, "content": content})
+    assert status == 200 and not stored["result"].get("isError"), stored
+    status, found = call("recall", {"bot_uuid": BOT, "session_name": session, "query": "mcp chunks"})
+    assert status == 200 and not found["result"].get("isError"), found
+    assert content in json.dumps(found["result"], ensure_ascii=False)
+
+    status, refused = call("remember", {"bot_uuid": BOT, "session_name": session, "content": "x" * 300_000})
+    assert status == 413 and "over" in refused["error"]["message"], refused
+
+
 # --- what reaches gunicorn from nginx --------------------------------------------------------------
 
 

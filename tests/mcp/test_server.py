@@ -307,6 +307,14 @@ def test_it_refuses_a_body_over_the_api_limit(live_server, token, settings):
     assert _post(live_server.url, big, token[1]).status_code == 413
 
 
+def test_it_answers_a_transport_refusal_as_a_json_rpc_error(live_server, token):
+    """What the SDK refuses itself (a body sent as text/plain) comes back in the JSON-RPC error
+    shape of every other refusal, not as a text page."""
+    response = _post(live_server.url, CALL, token[1], **{"Content-Type": "text/plain"})
+    assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
+    assert "Content-Type" in response.json()["error"]["message"], response.text
+
+
 def test_it_never_holds_a_worker_with_an_event_stream(live_server, token):
     sse_only = _post(live_server.url, CALL, token[1], Accept="text/event-stream")
     assert sse_only.status_code == 406  # it answers JSON only, and says so

@@ -191,6 +191,21 @@ def test_it_drops_the_leftover_of_an_interrupted_collection_rebuild(keys, scope_
     assert reindex(check_only=True).drift == 0
 
 
+def test_forgetting_a_spaces_last_episode_is_not_drift(keys, system):
+    """A bot that forgets everything it stored in a chat leaves an empty collection: the health
+    check must not call that drift (it said WARN, run reindex); a repair tidies it away."""
+    episode = episodes.remember(keys, system, "a memory the user asks us to forget").episode
+    assert episodes.delete(keys, system, [episode.episode_id]) == 1
+    assert vectors.collection_model(keys.user_key) is not None  # the emptied collection is still there
+
+    check = reindex(check_only=True)
+    assert (check.drift, check.orphan_collections, check.ok) == (0, 0, True), check.summary()
+
+    reindex(check_only=False)
+    assert vectors.collection_model(keys.user_key) is None
+    assert reindex(check_only=True).ok
+
+
 @pytest.mark.parametrize("replaced", [True, False], ids=["rebuilt elsewhere", "dropped elsewhere"])
 def test_recall_follows_a_collection_replaced_or_dropped_by_another_process(keys, scope_with_episodes, replaced):
     """recall keeps its collection handle between calls; when another process (reindex, erasure)
