@@ -64,12 +64,16 @@ class EpisodeForm(ConsoleForm):
             )
         return tags
 
-    def changes(self) -> dict[str, Any]:
-        """The edit as `editing.edit_episode` keywords (an empty event time keeps the stored one)."""
+    def changes(self, stored: Episode | None = None) -> dict[str, Any]:
+        """The edit as `editing.edit_episode` keywords. An empty event time keeps the stored one, and
+        so does the stored one as the input showed it (to the minute): saving the form unchanged must
+        not cut the event time's seconds off."""
         data = self.cleaned_data
         changes = {name: data[name] for name in ("content", "tags", "importance", "sender_id", "sender_name")}
-        if data.get("timestamp"):
-            changes["timestamp"] = data["timestamp"]
+        stamp = data.get("timestamp")
+        shown = stored.timestamp.replace(second=0, microsecond=0) if stored and stored.timestamp else None
+        if stamp and stamp != shown:
+            changes["timestamp"] = stamp
         return changes
 
     @classmethod

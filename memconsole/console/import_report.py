@@ -16,6 +16,8 @@ KIND_LABELS = {
     "duplicate": gettext_lazy("Repeated in the file"),
     "profile_exists": gettext_lazy("Profile exists: imported as a new version"),
     "deleted": gettext_lazy("Deleted in the source"),
+    "deleted_here": gettext_lazy("Deleted here: not brought back"),
+    "erased": gettext_lazy("Person erased here: not brought back"),
     "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
     "unknown_status": gettext_lazy("Unknown status: imported as active"),
     "timestamp_missing": gettext_lazy("Empty time: the import time is used"),

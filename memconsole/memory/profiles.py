@@ -254,7 +254,7 @@ def change_profile(
             kind: items for kind, items in (("traits", evicted_traits), ("preferences", evicted_preferences)) if items
         }
         adjusted = ["notes"] if notes_cut else []
-        if row is not None and data == {key: current.get(key, empty) for key, empty in EMPTY_PROFILE.items()}:
+        if row is not None and _unchanged(current, data):
             return ProfileChange(row)  # it changes nothing: no new version, no audit entry (as for facts)
         report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
         row = save_profile(
@@ -273,20 +273,28 @@ def change_profile(
 def replace_profile(
     keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, data: dict[str, Any], if_version: Any = None
 ) -> Profile:
-    """Set a whole profile (console edit form, imports) after validating every limit. With
-    `if_version` (the version the editor rendered) a profile changed since raises `Conflict`."""
+    """Set a whole profile (the console's edit form) after validating every limit. With
+    `if_version` (the version the editor rendered) a profile changed since raises `Conflict`; saved
+    as it was, nothing is written and the stored row is returned (its version unchanged)."""
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     clean = validate_profile_data(data)
     if_version = _if_version(if_version)
     with transaction.atomic():
         _lock_scope(keys)
+        current, row = get_profile(keys, profile_type, sender_id)
         if if_version is not None:
-            row = Profile.objects.filter(scope_key=keys.scope_key, type=profile_type, sender_id=sender_id).first()
             _check_version(row, if_version)
+        if row is not None and _unchanged(current, clean):
+            return row  # saved as it was: the version stays, nothing is audited
         return save_profile(
             keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited"
         )
+
+
+def _unchanged(current: dict[str, Any], data: dict[str, Any]) -> bool:
+    """Whether storing `data` would leave the stored profile `current` as it is."""
+    return data == {key: current.get(key, empty) for key, empty in EMPTY_PROFILE.items()}
 
 
 def validate_profile_data(data: Any) -> dict[str, Any]:

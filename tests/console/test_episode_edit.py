@@ -102,6 +102,25 @@ def test_it_writes_nothing_for_an_edit_that_changes_nothing(operator_client, url
     assert not AuditEntry.objects.filter(operation="episode_edit").exists()
 
 
+def test_saving_the_form_as_rendered_keeps_the_event_times_seconds(operator_client, url, scope, tea):
+    """The time input shows minutes: posting it back unchanged must not cut the stored seconds off
+    (it did, audited as an edit of the time), while another edit of the same form keeps them too."""
+    stamp = tea.timestamp.replace(second=28, microsecond=394723)
+    Episode.objects.filter(pk=tea.pk).update(timestamp=stamp)
+    tea.refresh_from_db()
+    page = operator_client.get(url("episode_edit", scope.pk, tea.episode_id)).content.decode()
+    shown = re.search(r'name="timestamp" value="([^"]+)"', page)[1]
+
+    response = operator_client.post(url("episode_edit", scope.pk, tea.episode_id), _form(tea, timestamp=shown))
+    assert response.status_code == 302
+    operator_client.post(url("episode_edit", scope.pk, tea.episode_id), _form(tea, timestamp=shown, importance="4"))
+
+    tea.refresh_from_db()
+    assert (tea.timestamp, tea.importance) == (stamp, 4)
+    [edit] = AuditEntry.objects.filter(operation="episode_edit")  # the unchanged save wrote nothing
+    assert "importance" in edit.payload["summary"] and "timestamp" not in edit.payload["summary"]
+
+
 def test_it_refuses_edits_to_a_viewer_and_hides_other_scopes(viewer_client, granted_client, url, scope, tea):
     assert viewer_client.get(url("episode_edit", scope.pk, tea.episode_id)).status_code == 403
     assert viewer_client.post(url("episode_edit", scope.pk, tea.episode_id), _form(tea)).status_code == 403

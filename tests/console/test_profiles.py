@@ -92,6 +92,16 @@ def test_it_lets_an_operator_create_and_edit_a_profile_and_audits_it(operator_cl
     assertContains(operator_client.get(response["Location"]), "Profile saved as version 1.")
 
 
+def test_saving_a_profile_unchanged_writes_no_version(operator_client, url, light_scope, keys):
+    operator_client.post(url("profile_edit", light_scope.pk, "session"), PROFILE)
+
+    response = operator_client.post(url("profile_edit", light_scope.pk, "session"), {**PROFILE, "version": "1"})
+
+    assertContains(operator_client.get(response["Location"]), "Nothing changed: the profile is as it was (version 1).")
+    assert get_profile(keys, "session")[1].version == 1
+    assert AuditEntry.objects.filter(operation="profile_update").count() == 1
+
+
 def test_it_answers_an_htmx_edit_with_the_profile_panel(operator_client, url, light_scope, keys, speaker_profile):
     response = operator_client.post(
         url("profile_edit", light_scope.pk, "speaker"), {**PROFILE, "sender_id": "u1"}, **htmx("profile-panel")

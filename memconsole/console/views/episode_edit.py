@@ -131,7 +131,7 @@ def episode_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode
         return _edit_screen(request, scope, keys, episode, EpisodeForm(initial=EpisodeForm.initial_from(episode)))
     form = EpisodeForm(request.POST)
     if form.is_valid():
-        changes = form.changes()
+        changes = form.changes(episode)
         if changes["sender_id"] != episode.sender_id:
             person = _resolve_speaker(keys, form, "sender_id", changes["sender_id"])
             if person is not None:

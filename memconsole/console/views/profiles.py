@@ -191,7 +191,12 @@ def profile_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile
         except Conflict as exc:
             return _conflict(request, scope, keys, owner, read or 0, exc.current_version)
         else:
-            message = _("Profile saved as version %(version)d.") % {"version": row.version}
+            if read is not None and row.version == read:
+                message = _("Nothing changed: the profile is as it was (version %(version)d).") % {
+                    "version": row.version
+                }
+            else:
+                message = _("Profile saved as version %(version)d.") % {"version": row.version}
             return _after_change(request, scope, keys, owner, message)
     context = _profile_context(request, scope, keys, owner, edit_form=form)
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 400)

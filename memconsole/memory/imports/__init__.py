@@ -39,6 +39,7 @@ from ..audit import Actor
 from ..errors import ValidationError
 from ..scopes import ScopeKeys, derive_scope
 from . import bot_memory, jw_agents, langbot, letta, mem0, memconsole_format, writer
+from .forgotten import drop_forgotten
 from .plan import Plan, Progress, Target, resolve
 from .readers import max_import_bytes
 from .report import ImportFileError, ImportReport, ScopeTally
@@ -123,6 +124,7 @@ def import_file(
     )
     if progress:
         progress("reading", len(plan.episodes), len(plan.episodes))
+    drop_forgotten(plan, report, bot_uuid)  # what was deleted or erased here never comes back
     kept = resolve(plan, report)
     report.facts, report.messages = len(plan.facts), len(plan.messages)
     if dry_run:

@@ -1,0 +1,73 @@
+"""What this install has forgotten, which an import must not bring back (docs/design.md §7).
+
+Deletes are hard deletes and leave no tombstone row, but each leaves its audit entry: an
+episode's `delete` entry names its id in its space, and an erasure's receipt names the person by
+their keyed digest (`audit.subject_digest`) and the bot (or every bot). So an import skips, and
+reports as conflicts:
+- an episode whose id in the file (its own, or the original id it was imported under) was deleted
+  in the target space: re-importing an earlier export does not revive what was deleted since;
+- every record of a person erased for the target bot (episodes, the speaker profile, facts about
+  them, window messages they sent): an erased person does not come back from an old file.
+A memory that should exist again is written again (remember, or the console's New memory).
+"""
+
+from __future__ import annotations
+
+from ..audit import ERASED_PREFIX, subject_digest
+from ..models import AuditEntry
+from ..paging import chunks
+from .plan import LOOKUP_BATCH, Plan
+from .report import ImportReport
+
+DELETED_HERE = "the episode was deleted in this space; not brought back"
+ERASED_HERE = "this person was erased for this bot; not brought back"
+
+
+def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
+    """Take out of `plan` what the install deleted or erased (each a conflict in `report`)."""
+    senders = {e.sender_id for e in plan.episodes} | {p.sender_id for p in plan.profiles}
+    senders |= {f.subject for f in plan.facts} | {m.sender_id for m in plan.messages}
+    erased = erased_people(bot_uuid, senders - {""})
+    deleted: dict[str, set[str]] = {}
+    for user_key in {e.keys.user_key for e in plan.episodes}:
+        ids = {i for e in plan.episodes if e.keys.user_key == user_key for i in (e.old_id, e.file_id) if i}
+        deleted[user_key] = deleted_here(user_key, ids)
+    kept_episodes = []
+    for episode in plan.episodes:
+        if episode.sender_id in erased:
+            report.conflict(episode.keys, "erased", episode.where, ERASED_HERE, episode.old_id)
+        elif {episode.old_id, episode.file_id} & deleted.get(episode.keys.user_key, set()):
+            report.conflict(episode.keys, "deleted_here", episode.where, DELETED_HERE, episode.old_id)
+        else:
+            kept_episodes.append(episode)
+    plan.episodes[:] = kept_episodes
+    if not erased:
+        return
+    for profile in [p for p in plan.profiles if p.sender_id in erased]:
+        report.conflict(profile.keys, "erased", profile.where, ERASED_HERE, profile.label)
+    plan.profiles[:] = [p for p in plan.profiles if p.sender_id not in erased]
+    for fact in [f for f in plan.facts if f.subject in erased]:
+        report.conflict(fact.keys, "erased", fact.where, ERASED_HERE)
+    plan.facts[:] = [f for f in plan.facts if f.subject not in erased]
+    plan.messages[:] = [m for m in plan.messages if m.sender_id not in erased]  # the window: not listed
+
+
+def deleted_here(user_key: str, ids: set[str]) -> set[str]:
+    """The ids among `ids` of episodes the space `user_key` deleted (their `delete` audit entries)."""
+    found: set[str] = set()
+    entries = AuditEntry.objects.filter(operation="delete", target_type="episode", user_key=user_key)
+    for chunk in chunks(sorted(ids), LOOKUP_BATCH):
+        found.update(entries.filter(target_id__in=chunk).values_list("target_id", flat=True))
+    return found
+
+
+def erased_people(bot_uuid: str, sender_ids: set[str]) -> set[str]:
+    """The sender ids among `sender_ids` that an erasure for `bot_uuid` (or for every bot) removed."""
+    by_digest = {ERASED_PREFIX + subject_digest(sender_id): sender_id for sender_id in sender_ids}
+    erased: set[str] = set()
+    receipts = AuditEntry.objects.filter(operation="erase_subject")
+    for chunk in chunks(sorted(by_digest), LOOKUP_BATCH):
+        for receipt in receipts.filter(target_id__in=chunk):
+            if receipt.payload.get("metadata", {}).get("bot_uuid") in ("*", bot_uuid):
+                erased.add(by_digest[receipt.target_id])
+    return erased
