@@ -113,6 +113,13 @@ def test_it_translates_the_score_factors_of_search_results_and_snapshots(viewer_
         assert all(re.fullmatch(r"-?\d+(\.\d+)?(e-?\d+)?", value) for _, value, _ in factors)  # not localized
 
 
+def test_it_names_who_wrote_an_episode_in_the_language_of_the_request(viewer_client, url, scope, keys):
+    episode = list_episodes(keys, limit=10).episodes[0]  # written by a bot over the API: source "agent"
+    html = viewer_client.get(url("episode_detail", scope.pk, episode.episode_id), **CHINESE).content.decode()
+    source = re.search(r"<dt>来源</dt><dd>([^<]*)</dd>", html)
+    assert source and source[1] == "机器人（API）", source
+
+
 def test_it_joins_chinese_sentences_without_a_space(operator_client, url, scope, other_scope):
     pages = [
         url("episodes", scope.pk),

@@ -40,6 +40,18 @@ def status_pill(status: str) -> str:
     return format_html('<span class="pill pill-{}">{}</span>', status, status_label(status))
 
 
+@register.filter
+def source_label(source: str) -> str:
+    """Who wrote an episode (`models.SOURCES`), translated; an unknown value as stored."""
+    labels = {
+        "agent": _("Bot (API)"),
+        "import": _("Import"),
+        "console": _("Console"),
+        "health_probe": _("Health probe"),
+    }
+    return labels.get(source, source)
+
+
 # The ranking's factors in its order (docs/design.md §4): two scores, then multipliers shown as "×1.16".
 BREAKDOWN_ORDER = ("similarity", "lexical", "relevance", "recency", "importance", "speaker", "update", "exact")
 BREAKDOWN_SCORES = frozenset({"similarity", "lexical", "relevance", "recency"})
