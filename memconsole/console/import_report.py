@@ -24,6 +24,7 @@ KIND_LABELS = {
     "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
     "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
     "notes_cut": gettext_lazy("Notes cut at the limit"),
+    "superseded_by_missing": gettext_lazy("Replaced by an episode not in the file"),
 }
 
 

@@ -155,6 +155,26 @@ def test_it_reports_an_unknown_status_per_item_and_imports_it_as_active(tmp_path
     assert "2 warning(s)" in report.summary()
 
 
+def test_it_warns_of_a_correction_that_points_at_no_episode(tmp_path):
+    path = _write_json(
+        tmp_path / "episodes.json",
+        _envelope(
+            [
+                {"id": "a", "content": "Alice lives in Porto", "status": "superseded", "superseded_by": "missing"},
+                {"id": "b", "content": "Alice lives in Lyon", "status": "active"},
+            ]
+        ),
+    )
+
+    report = _import(path)
+
+    assert [(w["kind"], w["where"], w["id"]) for w in report.warnings] == [
+        ("superseded_by_missing", "episodes[0]", "a")
+    ]
+    assert "'missing'" in report.warnings[0]["message"]
+    assert _by_old_id()["a"].superseded_by == "" and _by_old_id()["a"].status == "superseded"
+
+
 # --- a bare list ------------------------------------------------------------------------------------
 
 

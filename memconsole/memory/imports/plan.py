@@ -213,5 +213,9 @@ def _new_episodes(user_key: str, candidates: list[tuple[str, EpisodeIn]], report
         kept.append(episode)
     for episode in episodes:
         if episode.new_id and episode.superseded_by:
-            episode.superseded_by = new_ids.get(episode.superseded_by, "")
+            replaced_by = new_ids.get(episode.superseded_by, "")
+            if not replaced_by:
+                message = f"superseded_by {episode.superseded_by!r:.80} is not an episode imported or in the space; left empty"
+                report.warn(episode.keys, "superseded_by_missing", episode.where, message, episode.old_id)
+            episode.superseded_by = replaced_by
     return kept
