@@ -130,6 +130,24 @@ def test_an_irrelevant_english_question_injects_nothing_with_the_shipped_floor(k
     assert made.snapshot.episode_count == 0
 
 
+def test_the_askers_own_weaker_answer_comes_before_another_speakers_job(keys, system, shipped_floor):
+    """Sam asks "What is my job?": his "I work as a pilot" scores 0.27 (under the floor 0.30, which
+    Pat's nurse job passes), so only Pat's job was injected. A question about the asker takes their
+    own episodes down to 5/6 of the floor; everyone else's still meet the floor."""
+    episodes.remember(keys, system, "I work as a nurse at the city hospital", sender_id="p1", sender_name="Pat")
+    pilot = episodes.remember(
+        keys, system, "I work as a pilot for a small airline", sender_id="p2", sender_name="Sam"
+    ).episode
+    episodes.remember(keys, system, "I like jazz music", sender_id="p3", sender_name="Bob")
+
+    made = injection.record_injection(keys, system, "What is my job?", sender_id="p2", top_k=3)
+
+    assert made.hits[0].episode.episode_id == pilot.episode_id
+    assert shipped_floor * retrieval.ABOUT_FLOOR <= made.hits[0].breakdown.relevance < shipped_floor
+    assert all(hit.breakdown.relevance >= shipped_floor for hit in made.hits[1:])
+    assert "jazz" not in " ".join(hit.episode.content for hit in made.hits)
+
+
 def test_a_query_of_more_terms_than_one_lookup_statement_holds_still_finds_its_episode(keys, system):
     episode = episodes.remember(keys, system, "the harbour key hangs behind the lighthouse door").episode
     words = " ".join(f"w{i}x" for i in range(lexical.LOOKUP_CHUNK))
