@@ -41,6 +41,36 @@ def test_a_reimported_export_does_not_revive_a_deleted_episode(tmp_path, keys, s
     assert [episode.content for episode in Episode.objects.all()] == ["Alice likes green tea"]
 
 
+def test_a_langbot_file_imported_again_does_not_revive_what_was_deleted_since(tmp_path, keys, system):
+    """The same LangBot export imported twice: the memory deleted in between is matched by the id
+    it was imported under (the delete entry names its id here), and stays deleted."""
+    document = {
+        "version": 1,
+        "scope_key": "old-bot:group_100",
+        "episodes": [
+            {"id": "lb-1", "content": "Alice likes green tea", "status": "active"},
+            {"id": "lb-2", "content": "Alice's phone number is 555-0100", "status": "active"},
+        ],
+    }
+    path = tmp_path / "langbot.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    def langbot_import():
+        return imports.import_file(
+            path, "langbot", bot_uuid=keys.bot_uuid, session_name=keys.session_name, actor=system
+        )
+
+    assert langbot_import().episodes == 2
+    phone = Episode.objects.get(imported_episode_id="lb-2")
+    episodes.delete(keys, system, [phone.episode_id])
+
+    again = langbot_import()
+
+    assert again.episodes == 0
+    assert {item["id"]: item["kind"] for item in again.conflicts} == {"lb-1": "exists", "lb-2": "deleted_here"}
+    assert [episode.content for episode in Episode.objects.all()] == ["Alice likes green tea"]
+
+
 def test_an_erased_person_does_not_come_back_from_an_old_export(tmp_path, keys, system):
     episodes.remember(keys, system, "Bob plays the cello", sender_id="u-bob", sender_name="Bob")
     episodes.remember(keys, system, "Ann lives in Lyon", sender_id="u-ann", sender_name="Ann")

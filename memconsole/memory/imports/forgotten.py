@@ -32,15 +32,14 @@ def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
     for user_key in {e.keys.user_key for e in plan.episodes}:
         ids = {i for e in plan.episodes if e.keys.user_key == user_key for i in (e.old_id, e.file_id) if i}
         deleted[user_key] = deleted_here(user_key, ids)
-    kept_episodes = []
-    for episode in plan.episodes:
+    for index, episode in enumerate(plan.episodes):
         if episode.sender_id in erased:
             report.conflict(episode.keys, "erased", episode.where, ERASED_HERE, episode.old_id)
         elif {episode.old_id, episode.file_id} & deleted.get(episode.keys.user_key, set()):
             report.conflict(episode.keys, "deleted_here", episode.where, DELETED_HERE, episode.old_id)
         else:
-            kept_episodes.append(episode)
-    plan.episodes[:] = kept_episodes
+            continue
+        plan.forgotten.add(index)  # skipped by `plan.resolve`, in place (seeded ids stay put)
     if not erased:
         return
     for profile in [p for p in plan.profiles if p.sender_id in erased]:
@@ -53,11 +52,19 @@ def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
 
 
 def deleted_here(user_key: str, ids: set[str]) -> set[str]:
-    """The ids among `ids` of episodes the space `user_key` deleted (their `delete` audit entries)."""
+    """The ids among `ids` of episodes the space `user_key` deleted (their `delete` audit entries):
+    by the id the episode had here, or by the id it was imported under (a LangBot file imported
+    again after one of its memories was deleted), which only the entry's before-image holds."""
     found: set[str] = set()
     entries = AuditEntry.objects.filter(operation="delete", target_type="episode", user_key=user_key)
     for chunk in chunks(sorted(ids), LOOKUP_BATCH):
         found.update(entries.filter(target_id__in=chunk).values_list("target_id", flat=True))
+    if ids - found:
+        for entry in entries.iterator(chunk_size=LOOKUP_BATCH):  # sealed payloads: read one by one
+            before = entry.payload.get("before") or {}
+            imported = before.get("imported_episode_id") if isinstance(before, dict) else None
+            if imported in ids:
+                found.add(imported)
     return found
 
 

@@ -99,6 +99,9 @@ class Plan:
     # The import's one "now": rows' created_at, and the time of an episode whose timestamp is empty.
     imported_at: datetime = field(default_factory=timezone.now)
     id_seed: str = ""  # see the module docstring
+    # Places in `episodes` of those deleted or erased here (imports/forgotten.py): skipped, their
+    # places kept so that every other episode's seeded id is the same on each attempt.
+    forgotten: set[int] = field(default_factory=set)
 
     def new_id(self, index: int) -> str:
         """The new id of the episode at `index` in `episodes`: random, or derived from `id_seed`."""
@@ -133,6 +136,8 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
     """
     by_user_key: dict[str, list[tuple[str, EpisodeIn]]] = {}
     for index, episode in enumerate(plan.episodes):
+        if index in plan.forgotten:
+            continue
         by_user_key.setdefault(episode.keys.user_key, []).append((plan.new_id(index), episode))
     kept: list[EpisodeIn] = []
     for user_key, episodes in by_user_key.items():
