@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 from memconsole.memory import queries
 from memconsole.memory.models import Scope
@@ -33,6 +33,8 @@ def labelled(report: dict[str, Any]) -> dict[str, Any]:
     for name, count in (("conflicts", "conflict_count"), ("skipped", "skipped_deleted"), ("warnings", "warning_count")):
         for item in report.get(name, []):
             item["label"] = KIND_LABELS.get(item["kind"], item["kind"])
+            if "reason" in item:  # the import's words (gettext_noop there), in the reader's language
+                item["reason"] = gettext(item["reason"])
         report[f"{name}_not_listed"] = report.get(count, 0) - len(report.get(name, []))
     return report
 

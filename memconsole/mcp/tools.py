@@ -35,6 +35,7 @@ from memconsole.api.errors import refusal
 from memconsole.api.schemas import (
     ForgetRequest,
     InjectRequest,
+    InjectResponse,
     ProfileQuery,
     ProfileUpdateRequest,
     RecallRequest,
@@ -121,7 +122,8 @@ def _update_profile(actor: Actor, request: ProfileUpdateRequest) -> dict[str, An
 def _inject(actor: Actor, request: InjectRequest) -> dict[str, Any]:
     keys = scope_for(actor, request)
     made = injection.record_injection(keys, actor, request.query, **request.operation_fields(exclude={"query"}))
-    return {"context": made.context, "system_blocks": made.system_blocks, "snapshot_id": made.snapshot.snapshot_id}
+    answer = {"context": made.context, "system_blocks": made.system_blocks, "snapshot_id": made.snapshot.snapshot_id}
+    return InjectResponse.model_validate(answer).model_dump(mode="json")  # the JSON API's shape, nulls and all
 
 
 def _list_sessions(actor: Actor, request: ListSessionsRequest) -> dict[str, Any]:

@@ -94,6 +94,17 @@ def test_it_does_not_say_imported_when_nothing_was_written(admin_client_, url):
     assert Episode.objects.count() == 2
 
 
+def test_it_gives_the_reason_for_each_conflict_in_the_readers_language(admin_client_, url):
+    follow_job(admin_client_, admin_client_.post(url("import"), import_data(langbot_upload())))
+
+    response = admin_client_.post(url("import"), import_data(langbot_upload()), **CHINESE)
+    html = follow_job(admin_client_, response, **CHINESE).content.decode()
+
+    conflicts = rows(html, "import-conflicts")
+    assert len(conflicts) == 2 and all("已在目标空间中；已跳过" in row for row in conflicts), conflicts
+    assert "already in the target scope" not in html
+
+
 @pytest.mark.parametrize(
     ("language", "expected"),
     [

@@ -110,6 +110,9 @@ def test_it_remembers_recalls_and_injects_scoped_and_audited_like_the_api(live_s
     assert profile["traits"] == ["calm"] and profile["version"] == 1
     assert {**fetched, "evicted": {"traits": [], "preferences": []}, "adjusted": []} == profile  # + what limits did
     assert injected["context"]["episodes"][0]["content"] == "Alice lives in Paris"
+    assert (
+        injected["context"]["history"] is None and "facts" in injected["context"]["speaker_profile"]
+    )  # the API's shape
     assert any("Alice lives in Paris" in block for block in injected["system_blocks"])
     assert {(s["bot_uuid"], s["session_name"], s["isolation"]) for s in sessions["sessions"]} == {
         ("bot-a", "group_100", "session"),

@@ -13,14 +13,16 @@ A memory that should exist again is written again (remember, or the console's Ne
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop  # translated where the report is shown
+
 from ..audit import ERASED_PREFIX, subject_digest
 from ..models import AuditEntry
 from ..paging import chunks
 from .plan import LOOKUP_BATCH, Plan
 from .report import ImportReport
 
-DELETED_HERE = "the episode was deleted in this space; not brought back"
-ERASED_HERE = "this person was erased for this bot; not brought back"
+DELETED_HERE = gettext_noop("the episode was deleted in this space; not brought back")
+ERASED_HERE = gettext_noop("this person was erased for this bot; not brought back")
 
 
 def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:

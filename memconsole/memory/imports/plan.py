@@ -27,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop  # reasons: English here, translated where shown
 
 from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
@@ -164,7 +165,7 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 profile.keys,
                 "profile_exists",
                 profile.where,
-                "a profile already exists; the imported one becomes its newest version",
+                gettext_noop("a profile already exists; the imported one becomes its newest version"),
                 profile.label,
             )
     report.profiles = len(plan.profiles)
@@ -200,13 +201,17 @@ def _new_episodes(user_key: str, candidates: list[tuple[str, EpisodeIn]], report
                 episode.keys,
                 "duplicate",
                 episode.where,
-                "the same id appears earlier in the file; skipped",
+                gettext_noop("the same id appears earlier in the file; skipped"),
                 episode.old_id,
             )
             continue
         if episode.old_id and episode.old_id in existing and not ours:
             report.conflict(
-                episode.keys, "exists", episode.where, "already in the target scope; skipped", episode.old_id
+                episode.keys,
+                "exists",
+                episode.where,
+                gettext_noop("already in the target scope; skipped"),
+                episode.old_id,
             )
             new_ids.setdefault(episode.ref, existing[episode.old_id])
             continue
