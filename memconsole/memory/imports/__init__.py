@@ -153,12 +153,7 @@ def people_in(
         return plan.keys_for(bot_uuid, file_session, isolation, where)
 
     PARSERS[fmt](Path(path), plan, target, bot_uuid=bot_uuid, session_name=session_name, include_messages=True)
-    return (
-        {e.sender_id for e in plan.episodes + plan.deleted}
-        | {p.sender_id for p in plan.profiles}
-        | {f.subject for f in plan.facts}
-        | {m.sender_id for m in plan.messages}
-    ) - {""}
+    return plan.people()
 
 
 def _plan(checkpoint: writer.Checkpoint | None) -> Plan:

@@ -27,13 +27,11 @@ ERASED_HERE = gettext_noop("this person was erased for this bot; not brought bac
 
 def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
     """Take out of `plan` what the install deleted or erased (each a conflict in `report`)."""
-    senders = {e.sender_id for e in plan.episodes} | {p.sender_id for p in plan.profiles}
-    senders |= {f.subject for f in plan.facts} | {m.sender_id for m in plan.messages}
-    erased = erased_people(bot_uuid, senders - {""})
-    deleted: dict[str, set[str]] = {}
-    for user_key in {e.keys.user_key for e in plan.episodes}:
-        ids = {i for e in plan.episodes if e.keys.user_key == user_key for i in (e.old_id, e.file_id) if i}
-        deleted[user_key] = deleted_here(user_key, ids)
+    erased = erased_people(bot_uuid, plan.people())
+    file_ids: dict[str, set[str]] = {}  # {user_key: the ids the file gives its episodes there}
+    for episode in plan.episodes:
+        file_ids.setdefault(episode.keys.user_key, set()).update(i for i in (episode.old_id, episode.file_id) if i)
+    deleted = {user_key: deleted_here(user_key, ids) for user_key, ids in file_ids.items()}
     for index, episode in enumerate(plan.episodes):
         if episode.sender_id in erased:
             report.conflict(episode.keys, "erased", episode.where, ERASED_HERE, episode.old_id)

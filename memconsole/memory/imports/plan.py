@@ -110,6 +110,12 @@ class Plan:
             return new_episode_id()
         return hashlib.sha256(f"{self.id_seed}:{index}".encode()).hexdigest()[:12]
 
+    def people(self) -> set[str]:
+        """The sender ids the file's records name: episodes (the source's deleted ones too), speaker
+        profiles, facts' subjects, window messages."""
+        named = {e.sender_id for e in self.episodes + self.deleted} | {p.sender_id for p in self.profiles}
+        return (named | {f.subject for f in self.facts} | {m.sender_id for m in self.messages}) - {""}
+
     def keys_for(self, bot_uuid: str, session_name: Any, isolation: str, where: str) -> ScopeKeys:
         """The keys of a target scope (recorded in the plan); `ImportFileError` for a bad session."""
         if not isinstance(session_name, str) or not session_name.strip():
