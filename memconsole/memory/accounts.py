@@ -17,9 +17,11 @@ from typing import Any
 
 from django.contrib.auth.models import Group, User
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from . import audit, roles
 from .audit import Actor
+from .auditsummary import Summary, said
 from .errors import NotFound, PermissionDenied, ValidationError
 from .models import BotGrant
 from .tokens import validate_bot_uuids
@@ -112,7 +114,7 @@ def _set_grant_rows(user: User, bots: list[str]) -> None:
         BotGrant.objects.get_or_create(user=user, bot_uuid=bot)
 
 
-def _record(operation: str, by: Any, user: User, summary: str, before: Any, after: Any) -> None:
+def _record(operation: str, by: Any, user: User, summary: Summary, before: Any, after: Any) -> None:
     audit.append(
         operation,
         actor_for(by),
@@ -138,7 +140,8 @@ def create_user(by: Any, username: str, password: str, role: str, bot_uuids: Ite
         _set_role_group(user, role)
         _set_grant_rows(user, bots)
         after = {"username": username, "role": role, "bot_uuids": bots, "is_active": True}
-        _record("user_create", by, user, f"user {username!r} created ({role})", None, after)
+        summary = said(gettext_noop("user %(user)s created (%(role)s)"), user=repr(username), role=role)
+        _record("user_create", by, user, summary, None, after)
     return user
 
 
@@ -155,7 +158,12 @@ def set_role(by: Any, user: User, role: str) -> bool:
             "user_role",
             by,
             user,
-            f"user {user.username!r}: role {before or '-'} → {role}",
+            said(
+                gettext_noop("user %(user)s: role %(before)s → %(role)s"),
+                user=repr(user.username),
+                before=before or "-",
+                role=role,
+            ),
             {"role": before},
             {"role": role},
         )
@@ -171,7 +179,11 @@ def set_grants(by: Any, user: User, bot_uuids: Iterable[str]) -> bool:
         if before == bots:
             return False
         _set_grant_rows(user, bots)
-        summary = f"user {user.username!r}: bots {', '.join(bots) or 'all'}"
+        summary = (
+            said(gettext_noop("user %(user)s: bots %(bots)s"), user=repr(user.username), bots=", ".join(bots))
+            if bots
+            else said(gettext_noop("user %(user)s: all bots"), user=repr(user.username))
+        )
         _record("user_grants", by, user, summary, {"bot_uuids": before}, {"bot_uuids": bots})
     return True
 
@@ -186,10 +198,9 @@ def set_active(by: Any, user: User, active: bool) -> bool:
             return False
         user.is_active = active
         user.save(update_fields=["is_active"])
-        state = "reactivated" if active else "deactivated"
-        _record(
-            "user_active", by, user, f"user {user.username!r} {state}", {"is_active": not active}, {"is_active": active}
-        )
+        state = gettext_noop("user %(user)s reactivated") if active else gettext_noop("user %(user)s deactivated")
+        summary = said(state, user=repr(user.username))
+        _record("user_active", by, user, summary, {"is_active": not active}, {"is_active": active})
     return True
 
 
@@ -198,4 +209,5 @@ def change_password(user: User, password: str) -> None:
     with transaction.atomic():
         user.set_password(password)
         user.save(update_fields=["password"])
-        _record("password_change", user, user, f"user {user.username!r} changed their password", None, None)
+        summary = said(gettext_noop("user %(user)s changed their password"), user=repr(user.username))
+        _record("password_change", user, user, summary, None, None)

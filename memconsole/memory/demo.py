@@ -15,7 +15,9 @@ from django.utils import timezone
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .counters import recount
+from .episodes import REMEMBERED
 from .injection import record_injection
 from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode
 from .paging import chunks
@@ -290,8 +292,8 @@ def _demo_episodes(
             old = rows[n]
             template, words = facts[n]
             correction_template, tags, changed = CORRECTIONS[template]
-            said = old.timestamp or now
-            timestamp = said + (now - said) * rng.uniform(0.3, 0.95)  # after the fact
+            first_said = old.timestamp or now
+            timestamp = first_said + (now - first_said) * rng.uniform(0.3, 0.95)  # after the fact
             correction = Episode.create(
                 keys,
                 correction_template.format(**_corrected_words(words, changed, rng)),
@@ -324,7 +326,7 @@ def _demo_episodes(
                 sender_name=episode.sender_name,
                 target_type="episode",
                 target_id=episode.episode_id,
-                summary=f"remembered: {episode.content}",
+                summary=said(REMEMBERED, content=episode.content),
                 metadata={"source": "demo"},
             )
         recount(keys.user_key)

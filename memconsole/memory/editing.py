@@ -16,11 +16,13 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .episodes import RememberResult, remember
 from .errors import Conflict, NotFound, ValidationError, VectorIndexUnavailable, unavailable_on_failure
 from .models import AuditEntry, Episode, tags_text
@@ -169,7 +171,7 @@ def edit_episode(
             sender_name=episode.sender_name,
             target_type="episode",
             target_id=episode.episode_id,
-            summary=f"{operation}: {', '.join(changed)}",
+            summary=said(gettext_noop("%(operation)s: %(fields)s"), operation=operation, fields=", ".join(changed)),
             before=before,
             after=_image(episode, changed),
             metadata={"version": episode.version, "changed": changed, **(note or {})},

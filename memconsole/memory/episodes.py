@@ -16,11 +16,13 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings, metrics, vectors
 
 from . import audit, indexer, pending, ranking
 from .audit import Actor
+from .auditsummary import said
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
 from .errors import NotFound, unavailable_on_failure
@@ -30,6 +32,8 @@ from .paging import keyset_page, parse_cursor
 from .scopes import ScopeKeys, register_scope
 from .sync import sync_vector_metadata
 from .validation import NewEpisode, is_episode_id, validate_episode_ids, validate_list_limit, validate_new_episode
+
+REMEMBERED = gettext_noop("remembered: %(content)s")  # the summary of a new episode's audit entry
 
 __all__ = [
     "EpisodePage",
@@ -164,7 +168,7 @@ def supersede_and_audit(
         target_type="episode",
         target_id=episode.episode_id,
         query_id=new.query_id,
-        summary=f"remembered: {new.content}",
+        summary=said(REMEMBERED, content=new.content),
         after=episode_image(episode),
         metadata={
             "superseded": [old.episode_id for old in superseded],
@@ -308,7 +312,13 @@ def _set_status(
                 sender_id=episode.sender_id,
                 target_type="episode",
                 target_id=episode.episode_id,
-                summary=f"{operation}: {before} → {status}",
+                summary=said(
+                    gettext_noop("%(operation)s: %(before)s → %(status)s"),
+                    statuses=("before", "status"),
+                    operation=operation,
+                    before=before,
+                    status=status,
+                ),
                 before={"status": before},
                 after={"status": status},
                 metadata=note,
@@ -353,7 +363,7 @@ def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
                 sender_name=episode.sender_name,
                 target_type="episode",
                 target_id=episode.episode_id,
-                summary=f"deleted: {episode.content}",
+                summary=said(gettext_noop("deleted: %(content)s"), content=episode.content),
                 before=episode_image(episode),
             )
             deltas[episode.effective_status] = deltas.get(episode.effective_status, 0) - 1

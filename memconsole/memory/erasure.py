@@ -44,9 +44,11 @@ from django.db.models import Max, Q, QuerySet
 from django.db.models.functions import Substr
 from django.db.models.lookups import Exact
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import audit, erasure_imports, erasure_index, facts, paging
 from .audit import Actor
+from .auditsummary import said
 from .counters import recount
 from .erasure_index import compact_database
 from .erasure_journal import ErasureJournal
@@ -377,8 +379,16 @@ def _receipt_and_journal(
         actor,
         target_type="subject",
         target_id=audit.ERASED_PREFIX + report.subject_digest,
-        summary=f"erased a person: {report.episodes} episodes, {report.profiles} profiles, "
-        f"{report.snapshots_deleted + report.snapshots_redacted} snapshots, {report.audit_redacted} audit entries",
+        summary=said(
+            gettext_noop(
+                "erased a person: %(episodes)s episodes, %(profiles)s profiles, %(snapshots)s snapshots, "
+                "%(audit)s audit entries"
+            ),
+            episodes=report.episodes,
+            profiles=report.profiles,
+            snapshots=report.snapshots_deleted + report.snapshots_redacted,
+            audit=report.audit_redacted,
+        ),
         metadata={
             "subject_digest": report.subject_digest,
             "bot_uuid": bot_uuid or "*",

@@ -32,11 +32,13 @@ from typing import Any, overload
 from django.db import transaction
 from django.db.models import Max, Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 import memconsole
 
 from . import audit, facts, queries, window
 from .audit import Actor
+from .auditsummary import said
 from .errors import unavailable_on_failure
 from .models import PROFILE_SPEAKER, STATUS_ACTIVE, STATUSES, AuditEntry, Episode, Profile
 from .paging import iter_in_batches
@@ -259,8 +261,14 @@ def stream_scope_export(
             user_key=keys.user_key,
             target_type="scope",
             target_id=keys.scope_key,
-            summary=f"exported {episode_count} episodes and {profile_count} profiles"
-            + (f" and {audit_count} audit entries" if include_audit else ""),
+            summary=said(
+                gettext_noop("exported %(episodes)s episodes and %(profiles)s profiles and %(audit)s audit entries")
+                if include_audit
+                else gettext_noop("exported %(episodes)s episodes and %(profiles)s profiles"),
+                episodes=episode_count,
+                profiles=profile_count,
+                audit=audit_count,
+            ),
             metadata={
                 "statuses": statuses,
                 "episodes": episode_count,
@@ -327,7 +335,7 @@ def stream_audit_export(keys: ScopeKeys, actor: Actor) -> Iterator[str]:
             user_key=keys.user_key,
             target_type="scope",
             target_id=keys.scope_key,
-            summary=f"exported {count} audit entries",
+            summary=said(gettext_noop("exported %(count)s audit entries"), count=count),
             metadata={"audit_entries": count},
         )
     stream = _audit_document(keys, now, _audit_entries(keys).filter(pk__lte=entry.pk))

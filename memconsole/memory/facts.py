@@ -16,9 +16,11 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS, Fact, FactVersion, WindowMessage
 from .errors import NotFound
 from .scopes import ScopeKeys, register_scope
@@ -104,7 +106,7 @@ def remember_fact(
             sender_id=subject,
             target_type="fact",
             target_id=target_id(subject, key),
-            summary=f"fact {key} of {subject}: {value}",
+            summary=said(gettext_noop("fact %(key)s of %(subject)s: %(value)s"), key=key, subject=subject, value=value),
             before={"value": before} if before is not None else None,
             after={"subject": subject, "key": key, "value": value, "version": fact.version},
         )
@@ -138,7 +140,7 @@ def forget_fact(keys: ScopeKeys, actor: Actor, subject: Any, key: Any) -> None:
             sender_id=subject,
             target_type="fact",
             target_id=target_id(subject, key),
-            summary=f"forgot fact {key} of {subject}",
+            summary=said(gettext_noop("forgot fact %(key)s of %(subject)s"), key=key, subject=subject),
             before={"subject": subject, "key": key, "value": value},
         )
 

@@ -14,11 +14,13 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import metrics
 
 from . import audit, facts, people, usage, window
 from .audit import Actor
+from .auditsummary import said
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
 from .retrieval import BELOW_FLOOR, KEPT, RecallHit, Retrieval, retrieve
@@ -174,7 +176,12 @@ def record_injection(
             target_type="snapshot",
             target_id=snapshot.snapshot_id,
             query_id=query_id,
-            summary=f"injected {len(episodes)} episodes in {len(blocks)} blocks ({chars} chars)",
+            summary=said(
+                gettext_noop("injected %(episodes)s episodes in %(blocks)s blocks (%(chars)s chars)"),
+                episodes=len(episodes),
+                blocks=len(blocks),
+                chars=chars,
+            ),
             metadata={"episode_ids": [e["episode_id"] for e in episodes]},
         )
     prune_snapshots()

@@ -9,9 +9,11 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
+from .auditsummary import Summary, said
 from .errors import Conflict, NotFound, ValidationError, unavailable_on_failure
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, ProfileVersion, Scope
 from .scopes import ScopeKeys, register_scope
@@ -142,6 +144,23 @@ def profile_change_answer(profile_type: str, sender_id: str, change: ProfileChan
     }
 
 
+# The summaries of a profile's audit entries, by profile type and change.
+SAID = {
+    PROFILE_SESSION: {
+        "update": gettext_noop("session profile updated"),
+        "edit": gettext_noop("session profile edited"),
+        "rollback": gettext_noop("session profile rolled back to v%(version)s"),
+        "import": gettext_noop("session profile imported (%(format)s)"),
+    },
+    PROFILE_SPEAKER: {
+        "update": gettext_noop("speaker profile updated"),
+        "edit": gettext_noop("speaker profile edited"),
+        "rollback": gettext_noop("speaker profile rolled back to v%(version)s"),
+        "import": gettext_noop("speaker profile imported (%(format)s)"),
+    },
+}
+
+
 def save_profile(
     keys: ScopeKeys,
     actor: Actor,
@@ -149,7 +168,7 @@ def save_profile(
     sender_id: str,
     data: dict[str, Any],
     operation: str,
-    summary: str,
+    summary: Summary,
     updated_at: datetime | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Profile:
@@ -264,7 +283,7 @@ def change_profile(
             sender_id,
             data,
             "profile_update",
-            f"{profile_type} profile updated",
+            said(SAID[profile_type]["update"]),
             metadata=report,
         )
     return ProfileChange(row, evicted, adjusted)
@@ -288,7 +307,7 @@ def replace_profile(
         if row is not None and _unchanged(current, clean):
             return row  # saved as it was: the version stays, nothing is audited
         return save_profile(
-            keys, actor, profile_type, sender_id, clean, "profile_update", f"{profile_type} profile edited"
+            keys, actor, profile_type, sender_id, clean, "profile_update", said(SAID[profile_type]["edit"])
         )
 
 
@@ -333,5 +352,5 @@ def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id
             sender_id,
             payload,
             "profile_rollback",
-            f"{profile_type} profile rolled back to v{version}",
+            said(SAID[profile_type]["rollback"], version=version),
         )

@@ -29,11 +29,13 @@ from typing import Any, ClassVar
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import crypto, vectors
 
 from . import audit, rowstate, tamper
 from .audit import Actor
+from .auditsummary import said
 from .botmemory_models import Fact, FactVersion, WindowMessage
 from .episode_extras import EpisodeMetadata
 from .models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
@@ -163,7 +165,7 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
             actor,
             target_type="encryption",
             target_id=report.key_id,
-            summary=f"key rotation to key {report.key_id} started",
+            summary=said(gettext_noop("key rotation to key %(key)s started"), key=report.key_id),
             metadata={"key_id": report.key_id, "keys_configured": len(settings.MEMCONSOLE_FERNET_KEYS)},
         )
     checker = tamper.Checker()
@@ -176,7 +178,9 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
             actor,
             target_type="encryption",
             target_id=report.key_id,
-            summary=f"key rotation to key {report.key_id}: {report.summary()}",
+            summary=said(
+                gettext_noop("key rotation to key %(key)s: %(report)s"), key=report.key_id, report=report.summary()
+            ),
             metadata=report.as_dict(),
         )
     return report
@@ -293,7 +297,9 @@ def _record_baseline(name: str, rows: list[Any], rules: _Rules) -> None:
         rules.actor,
         target_type="rows",
         target_id=name,
-        summary=f"state of {len(rows)} {name} written before row binding recorded",
+        summary=said(
+            gettext_noop("state of %(rows)s %(table)s written before row binding recorded"), rows=len(rows), table=name
+        ),
         metadata={"table": name, "rows": len(rows)},
         rows=rows,
     )

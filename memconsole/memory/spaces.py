@@ -5,9 +5,11 @@ and an empty one can be removed (both audited). Apart from `scopes.py` because `
 from __future__ import annotations
 
 from django.db import transaction
+from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .errors import NotFound, ValidationError
 from .models import Episode, EpisodeCounts, InjectionSnapshot, Profile, Scope
 from .scopes import ScopeKeys, keys_of, register_scope
@@ -41,7 +43,7 @@ def open_scope(keys: ScopeKeys, actor: Actor) -> Scope | None:
             user_key=keys.user_key,
             target_type="scope",
             target_id=str(scope.pk),
-            summary="memory space opened in the console",
+            summary=said(gettext_noop("memory space opened in the console")),
             after={"bot_uuid": keys.bot_uuid, "session_name": keys.session_name, "isolation": keys.isolation},
         )
     return scope
@@ -66,7 +68,7 @@ def remove_empty_scope(scope: Scope, actor: Actor) -> None:
             user_key=keys.user_key,
             target_type="scope",
             target_id=str(row.pk),
-            summary="empty memory space removed",
+            summary=said(gettext_noop("empty memory space removed")),
             before={"bot_uuid": keys.bot_uuid, "session_name": keys.session_name, "isolation": keys.isolation},
         )
         row.delete()

@@ -13,9 +13,11 @@ from collections.abc import Iterable
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .errors import NotFound, ValidationError
 from .models import BotToken
 from .scopes import derive_scope
@@ -68,7 +70,12 @@ def create_token(name: str, bot_uuids: Iterable[str], actor: Actor, created_by: 
                     actor,
                     target_type="bot_token",
                     target_id=prefix,
-                    summary=f"bot token {name!r} ({prefix}) created for {', '.join(bots)}",
+                    summary=said(
+                        gettext_noop("bot token %(name)s (%(prefix)s) created for %(bots)s"),
+                        name=repr(name),
+                        prefix=prefix,
+                        bots=", ".join(bots),
+                    ),
                     after={"name": name, "prefix": prefix, "bot_uuids": bots},
                 )
             return token, secret
@@ -122,7 +129,9 @@ def revoke(token: BotToken, actor: Actor) -> bool:
             actor,
             target_type="bot_token",
             target_id=token.prefix,
-            summary=f"bot token {token.name!r} ({token.prefix}) revoked",
+            summary=said(
+                gettext_noop("bot token %(name)s (%(prefix)s) revoked"), name=repr(token.name), prefix=token.prefix
+            ),
             before={"revoked_at": None},
             after={"revoked_at": now.isoformat()},
         )

@@ -17,9 +17,11 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
+from .auditsummary import said
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
@@ -78,7 +80,12 @@ def set_window_size(actor: Actor, bot_uuid: Any, size: Any) -> int:
             actor,
             target_type="bot",
             target_id=bot_uuid,
-            summary=f"conversation window of {bot_uuid}: {before} → {new_size} messages",
+            summary=said(
+                gettext_noop("conversation window of %(bot)s: %(before)s → %(size)s messages"),
+                bot=bot_uuid,
+                before=before,
+                size=new_size,
+            ),
             before={"window_size": before},
             after={"window_size": new_size},
         )

@@ -12,12 +12,18 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from memconsole.memory import roles
+from memconsole.memory import auditsummary, roles
 from memconsole.memory.validation import is_episode_id
 
 from ..diffs import Diff, audit_diff
 
 register = template.Library()
+
+
+@register.filter
+def summary_in_language(payload: Any) -> str:
+    """The entry's summary in the reader's language (`auditsummary`), as stored when it cannot be."""
+    return auditsummary.in_language(payload) if isinstance(payload, dict) else ""
 
 
 @register.filter

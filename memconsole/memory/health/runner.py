@@ -9,9 +9,11 @@ from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .. import audit
 from ..audit import Actor
+from ..auditsummary import said
 from ..models import HealthRun
 from ..scopes import unregistered_scopes
 from . import backlog, checks, erasures, integrity
@@ -115,7 +117,13 @@ def _record(actor: Actor, result: HealthResult, store: bool) -> None:
                 actor,
                 target_type="health_run",
                 target_id=str(run.pk) if run else "",
-                summary=f"health check: {result.status}" + (f" ({', '.join(failing)})" if failing else ""),
+                summary=said(
+                    gettext_noop("health check: %(status)s (%(failing)s)")
+                    if failing
+                    else gettext_noop("health check: %(status)s"),
+                    status=result.status,
+                    failing=", ".join(failing),
+                ),
                 metadata={
                     "status": result.status,
                     "checks": {c.id: c.status for c in result.checks},

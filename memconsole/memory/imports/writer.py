@@ -23,9 +23,11 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from django.db import connection, transaction
+from django.utils.translation import gettext_noop
 
 from .. import audit, counters, facts, lexical, profiles, window
 from ..audit import Actor
+from ..auditsummary import said
 from ..episode_extras import EpisodeMetadata, metadata_row
 from ..errors import Unavailable
 from ..models import Episode
@@ -142,7 +144,11 @@ def _audit_batch(rows: Sequence[Episode], scopes: Iterable[ScopeKeys], report: I
             user_key=keys.user_key,
             target_type="scope",
             target_id=keys.scope_key,
-            summary=f"imported a batch of {count} episodes ({report.format}); the import goes on",
+            summary=said(
+                gettext_noop("imported a batch of %(count)s episodes (%(format)s); the import goes on"),
+                count=count,
+                format=report.format,
+            ),
             metadata={"format": report.format, "file_name": report.file_name, "batch_episodes": count},
             rows=mine,
         )
@@ -165,7 +171,7 @@ def _write_rest(
             profile.sender_id,
             profile.data,
             "import",
-            f"{profile.type} profile imported ({report.format})",
+            said(profiles.SAID[profile.type]["import"], format=report.format),
             updated_at=profile.updated_at,
         )
     written_facts = facts.import_facts(plan.facts, actor)
@@ -182,7 +188,12 @@ def _write_rest(
             user_key=keys.user_key,
             target_type="scope",
             target_id=keys.scope_key,
-            summary=f"imported {scope['episodes']} episodes and {scope['profiles']} profiles ({report.format})",
+            summary=said(
+                gettext_noop("imported %(episodes)s episodes and %(profiles)s profiles (%(format)s)"),
+                episodes=scope["episodes"],
+                profiles=scope["profiles"],
+                format=report.format,
+            ),
             metadata={
                 "format": report.format,
                 "file_name": report.file_name,
