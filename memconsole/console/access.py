@@ -87,7 +87,7 @@ def console_view(perm: str = roles.VIEW, *, scoped: bool = False) -> Callable[[V
             except errors.PermissionDenied as exc:
                 raise PermissionDenied(str(exc)) from exc
             except errors.ValidationError as exc:
-                response = bad_request(request, exc.message)
+                response = bad_request(request, exc.in_language())
             except errors.Conflict as exc:  # changed since the form was rendered (a view may show more)
                 response = bad_request(request, exc.message, status=409)
             except (errors.Unavailable, *errors.OUTSIDE_FAILURES) as exc:

@@ -44,7 +44,7 @@ class BotListField(forms.CharField):
             return tokens.validate_bot_uuids(wanted)
         except MemoryValidationError as exc:
             raise forms.ValidationError(
-                _("Each bot is a bot UUID without spaces or ':' (%(reason)s)."), params={"reason": exc.message}
+                _("Each bot is a bot UUID without spaces or ':' (%(reason)s)."), params={"reason": exc.in_language()}
             ) from exc
 
 

@@ -85,7 +85,7 @@ class DeriveForm(ConsoleForm):
             data["keys"] = derive_scope(data.get("bot_uuid", ""), data.get("session_name"), data.get("isolation"))
         except MemoryValidationError as exc:
             field = exc.field if exc.field in self.fields else None
-            self.add_error(field, exc.message)
+            self.add_error(field, exc.in_language())
         return data
 
 
@@ -393,7 +393,7 @@ class ImportForm(ConsoleForm):
         try:
             derive_scope(data.get("bot_uuid", ""), session_name or "check", data.get("isolation"))
         except MemoryValidationError as exc:
-            self.add_error(exc.field if exc.field in self.fields else None, exc.message)
+            self.add_error(exc.field if exc.field in self.fields else None, exc.in_language())
         return data
 
 

@@ -7,9 +7,11 @@ import threading
 from collections.abc import Callable
 
 from django.db import DatabaseError, connection
+from django.utils.translation import gettext_noop
 
 from memconsole.memory import jobkinds, jobs
 from memconsole.memory.errors import MemoryError_, PermissionDenied, ValidationError
+from memconsole.memory.wording import Said, said
 
 log = logging.getLogger("memconsole.jobs")
 
@@ -48,15 +50,18 @@ class Heartbeat(threading.Thread):
         self.join(timeout=5)
 
 
-def plain_error(exc: BaseException) -> str:
+def plain_error(exc: BaseException) -> str | Said:
     """What went wrong, in words for the job page (the traceback goes to the log)."""
     if isinstance(exc, ValidationError):
-        return exc.message
+        return exc.said or exc.message
     if isinstance(exc, PermissionDenied):
-        return "the account that started this job may not use this bot's memory"
+        return said(gettext_noop("the account that started this job may not use this bot's memory"))
     if isinstance(exc, MemoryError_):
         return str(exc)
-    return f"unexpected error ({type(exc).__name__}: {exc}); the worker's log has the details"
+    return said(
+        gettext_noop("unexpected error (%(error)s); the worker's log has the details"),
+        error=f"{type(exc).__name__}: {exc}",
+    )
 
 
 def execute(job_id: object, *, worker: str, echo: Echo | None = None) -> str:

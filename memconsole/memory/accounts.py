@@ -21,10 +21,10 @@ from django.utils.translation import gettext_noop
 
 from . import audit, roles
 from .audit import Actor
-from .auditsummary import Summary, said
 from .errors import NotFound, PermissionDenied, ValidationError
 from .models import BotGrant
 from .tokens import validate_bot_uuids
+from .wording import Said, said
 
 MAX_USERNAME = 150
 
@@ -114,7 +114,7 @@ def _set_grant_rows(user: User, bots: list[str]) -> None:
         BotGrant.objects.get_or_create(user=user, bot_uuid=bot)
 
 
-def _record(operation: str, by: Any, user: User, summary: Summary, before: Any, after: Any) -> None:
+def _record(operation: str, by: Any, user: User, summary: Said, before: Any, after: Any) -> None:
     audit.append(
         operation,
         actor_for(by),

@@ -35,13 +35,15 @@ from . import checkpoints, rowstate
 from .auditkey import GENESIS as GENESIS  # re-exported: audit.GENESIS, audit.audit_key, audit.key_id
 from .auditkey import audit_key as audit_key
 from .auditkey import key_id as key_id
-from .auditsummary import SUMMARY_MAX, Summary
 from .errors import PermissionDenied
 from .models import AuditEntry, AuditHead, canonical_json
 from .reports import Report
+from .wording import Said
 
 if TYPE_CHECKING:
     from .scopes import ScopeKeys
+
+SUMMARY_MAX = 240
 
 # The batch id of the bulk action running in this context (`batch()`), "" outside one.
 _BATCH: ContextVar[str] = ContextVar("audit_batch", default="")
@@ -249,7 +251,7 @@ def append(
     target_type: str = "",
     target_id: str = "",
     query_id: str = "",
-    summary: str | Summary = "",
+    summary: str | Said = "",
     before: Any = None,
     after: Any = None,
     metadata: dict[str, Any] | None = None,
@@ -259,18 +261,20 @@ def append(
     the entry is about: it records the after-state of every episode and profile sealed or saved in
     the transaction since the previous append (`rowstate`), and of `rows` (rows changed with
     `QuerySet.update()` or `bulk_update()`, which no signal reports: pass them refreshed). A
-    `Summary` (`auditsummary.said`) is stored in English and with what makes it translatable."""
+    `Said` summary (`wording`) is stored in English and, under "said", with what translates it."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit.append must run inside transaction.atomic()")
     row_states = rowstate.encode(rowstate.digests([*rowstate.take(), *rows], audit_key()))
+    if isinstance(summary, Said):
+        summary = summary.cut(SUMMARY_MAX)
     payload = {
-        "summary": summary.english() if isinstance(summary, Summary) else summary[:SUMMARY_MAX],
+        "summary": str(summary)[:SUMMARY_MAX],
         "sender_name": sender_name,
         "before": before,
         "after": after,
         "metadata": metadata or {},
     }
-    if isinstance(summary, Summary):
+    if isinstance(summary, Said):
         payload["said"] = summary.stored()
     batch_id = current_batch()
     if batch_id:

@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .counters import recount
 from .episodes import REMEMBERED
 from .injection import record_injection
@@ -24,6 +23,7 @@ from .paging import chunks
 from .profiles import update_profile
 from .scopes import ScopeKeys, derive_scope, register_scope
 from .sync import index_episodes
+from .wording import said
 
 BOTS = [
     (

@@ -22,7 +22,6 @@ from memconsole.lib import embeddings
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .episodes import RememberResult, remember
 from .errors import Conflict, NotFound, ValidationError, VectorIndexUnavailable, unavailable_on_failure
 from .models import AuditEntry, Episode, tags_text
@@ -37,6 +36,7 @@ from .validation import (
     validate_datetime,
     validate_tags,
 )
+from .wording import said
 
 log = logging.getLogger("memconsole.memory")
 

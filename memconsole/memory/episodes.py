@@ -22,7 +22,6 @@ from memconsole.lib import embeddings, metrics, vectors
 
 from . import audit, indexer, pending, ranking
 from .audit import Actor
-from .auditsummary import said
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
 from .errors import NotFound, unavailable_on_failure
@@ -32,6 +31,7 @@ from .paging import keyset_page, parse_cursor
 from .scopes import ScopeKeys, register_scope
 from .sync import sync_vector_metadata
 from .validation import NewEpisode, is_episode_id, validate_episode_ids, validate_list_limit, validate_new_episode
+from .wording import said
 
 REMEMBERED = gettext_noop("remembered: %(content)s")  # the summary of a new episode's audit entry
 

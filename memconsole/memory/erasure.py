@@ -48,7 +48,6 @@ from django.utils.translation import gettext_noop
 
 from . import audit, erasure_imports, erasure_index, facts, paging
 from .audit import Actor
-from .auditsummary import said
 from .counters import recount
 from .erasure_index import compact_database
 from .erasure_journal import ErasureJournal
@@ -58,6 +57,7 @@ from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Pro
 from .paging import chunks
 from .reports import Report
 from .validation import MAX_SENDER_CHARS
+from .wording import said
 
 log = logging.getLogger("memconsole.memory")
 

@@ -13,18 +13,26 @@ from contextlib import contextmanager
 
 from memconsole.lib import crypto, embeddings, vectors
 
+from .wording import Said, in_language
+
 
 class MemoryError_(Exception):
     """Base class (named with a trailing underscore so it never shadows the builtin MemoryError)."""
 
 
 class ValidationError(MemoryError_):
-    """Input breaks a documented rule. `field` names the offending input where there is one."""
+    """Input breaks a documented rule. `field` names the offending input where there is one.
+    `message` is English (the API's words); a `Said` message also reads `in_language()`."""
 
-    def __init__(self, message: str, field: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
+    def __init__(self, message: str | Said, field: str | None = None) -> None:
+        super().__init__(str(message))
+        self.message = str(message)
+        self.said = message if isinstance(message, Said) else None
         self.field = field
+
+    def in_language(self) -> str:
+        """The message in the active language (the console's words), English when it has no other."""
+        return in_language(self.said.stored() if self.said else None, self.message)
 
 
 class NotFound(MemoryError_):

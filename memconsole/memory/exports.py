@@ -38,12 +38,12 @@ import memconsole
 
 from . import audit, facts, queries, window
 from .audit import Actor
-from .auditsummary import said
 from .errors import unavailable_on_failure
 from .models import PROFILE_SPEAKER, STATUS_ACTIVE, STATUSES, AuditEntry, Episode, Profile
 from .paging import iter_in_batches
 from .scopes import ScopeKeys
 from .validation import validate_statuses
+from .wording import said
 
 FORMAT_MARKER = "memconsole-scope-export"
 AUDIT_FORMAT_MARKER = "memconsole-audit-export"

@@ -20,11 +20,11 @@ from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS, Fact, FactVersion, WindowMessage
 from .errors import NotFound
 from .scopes import ScopeKeys, register_scope
 from .validation import text
+from .wording import said
 
 MAX_VALUE_CHARS = 2000
 MAX_FACTS_LISTED = 500

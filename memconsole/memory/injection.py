@@ -20,12 +20,12 @@ from memconsole.lib import metrics
 
 from . import audit, facts, people, usage, window
 from .audit import Actor
-from .auditsummary import said
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
 from .retrieval import BELOW_FLOOR, KEPT, RecallHit, Retrieval, retrieve
 from .scopes import ScopeKeys, register_scope
 from .validation import MAX_QUERY_ID_CHARS, MAX_SENDER_CHARS, text
+from .wording import said
 
 SESSION_PROFILE_BLOCK = "[Session profile]"
 MEMORIES_BLOCK = "[Relevant memories]"

@@ -51,6 +51,7 @@ from .job_models import (
     Job,
     JobInput,
 )
+from .wording import Said, in_language
 
 __all__ = [
     "ACTIVE",
@@ -78,6 +79,7 @@ MAX_ATTEMPTS = 3
 PROGRESS_EVERY = 0.5  # seconds between two progress writes (the last one of a stage is always written)
 PRIVATE_PARAMS = ("sender_id",)  # removed from the row when the job ends
 CHECKPOINT = "checkpoint"  # a batched import's progress (`Checkpoint`), removed when it succeeds
+ERROR_SAID = "error_said"  # a failed job's report: its error's words (`wording.Said.stored()`)
 
 
 class JobBusy(MemoryError_):
@@ -250,10 +252,18 @@ def finish(job: Job, report: dict[str, Any]) -> None:
     _end(job, SUCCEEDED, drop=(CHECKPOINT,), report=report, error="")
 
 
-def fail(job: Job, error: str, report: dict[str, Any] | None = None) -> None:
-    """The job failed; a partial import (batches committed) keeps its file for `resume_job`."""
+def fail(job: Job, error: str | Said, report: dict[str, Any] | None = None) -> None:
+    """The job failed; a partial import (batches committed) keeps its file for `resume_job`. The
+    error is English in `job.error`; a `Said` error is also kept in the report (`error_in_language`)."""
     partial = bool((job.params.get(CHECKPOINT) or {}).get("episodes_written"))
-    _end(job, FAILED, keep_input=partial, error=error[:4000], report=report)
+    if isinstance(error, Said):
+        report = {**(report or {}), ERROR_SAID: error.stored()}
+    _end(job, FAILED, keep_input=partial, error=str(error)[:4000], report=report)
+
+
+def error_in_language(job: Job) -> str:
+    """Why the job failed, in the active language where the error kept its words (`wording`)."""
+    return in_language((job.report or {}).get(ERROR_SAID), job.error)
 
 
 def stale_after() -> timedelta:

@@ -13,7 +13,6 @@ from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
-from .auditsummary import Summary, said
 from .errors import Conflict, NotFound, ValidationError, unavailable_on_failure
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Profile, ProfileVersion, Scope
 from .scopes import ScopeKeys, register_scope
@@ -28,6 +27,7 @@ from .validation import (
     clipped_text,
     text,
 )
+from .wording import Said, said
 
 EMPTY_PROFILE = {"name": "", "traits": [], "preferences": [], "notes": ""}
 
@@ -168,7 +168,7 @@ def save_profile(
     sender_id: str,
     data: dict[str, Any],
     operation: str,
-    summary: Summary,
+    summary: Said,
     updated_at: datetime | None = None,
     metadata: dict[str, Any] | None = None,
 ) -> Profile:

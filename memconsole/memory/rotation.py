@@ -35,12 +35,12 @@ from memconsole.lib import crypto, vectors
 
 from . import audit, rowstate, tamper
 from .audit import Actor
-from .auditsummary import said
 from .botmemory_models import Fact, FactVersion, WindowMessage
 from .episode_extras import EpisodeMetadata
 from .models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .reports import Report
 from .sync import metadata_patch, vector_metadata
+from .wording import said
 
 Progress = Callable[[str, int, int], None]
 

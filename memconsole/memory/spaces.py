@@ -9,10 +9,10 @@ from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .errors import NotFound, ValidationError
 from .models import Episode, EpisodeCounts, InjectionSnapshot, Profile, Scope
 from .scopes import ScopeKeys, keys_of, register_scope
+from .wording import said
 
 
 def holds_memory(keys: ScopeKeys) -> bool:

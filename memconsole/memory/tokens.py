@@ -17,10 +17,10 @@ from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .errors import NotFound, ValidationError
 from .models import BotToken
 from .scopes import derive_scope
+from .wording import said
 
 TOKEN_PREFIX = "mct_"
 MAX_TOKEN_CHARS = 200

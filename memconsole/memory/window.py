@@ -21,11 +21,11 @@ from django.utils.translation import gettext_noop
 
 from . import audit
 from .audit import Actor
-from .auditsummary import said
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
 from .validation import MAX_SENDER_CHARS, max_content_chars, text, validate_datetime
+from .wording import said
 
 MAX_WINDOW_SIZE = 200
 ROLES = ("user", "assistant", "system", "tool")

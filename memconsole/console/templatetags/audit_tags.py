@@ -12,7 +12,7 @@ from django.utils.html import format_html
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
-from memconsole.memory import auditsummary, roles
+from memconsole.memory import audit, roles, wording
 from memconsole.memory.validation import is_episode_id
 
 from ..diffs import Diff, audit_diff
@@ -22,8 +22,10 @@ register = template.Library()
 
 @register.filter
 def summary_in_language(payload: Any) -> str:
-    """The entry's summary in the reader's language (`auditsummary`), as stored when it cannot be."""
-    return auditsummary.in_language(payload) if isinstance(payload, dict) else ""
+    """The entry's summary in the reader's language (`wording`), as stored when it cannot be."""
+    if not isinstance(payload, dict):
+        return ""
+    return wording.in_language(payload.get("said"), str(payload.get("summary", "")))[: audit.SUMMARY_MAX]
 
 
 @register.filter

@@ -143,7 +143,7 @@ def episode_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode
         try:
             edit = editing.edit_episode(keys, request.actor, episode.episode_id, if_version=read, **changes)
         except MemoryValidationError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            form.add_error(exc.field if exc.field in form.fields else None, exc.in_language())
         except Conflict as exc:
             return _conflict(request, scope, keys, episode, read or 0, exc.current_version)
         else:
@@ -230,7 +230,7 @@ def episode_add(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpR
                     timestamp=data.get("timestamp"),
                 )
             except MemoryValidationError as exc:
-                form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+                form.add_error(exc.field if exc.field in form.fields else None, exc.in_language())
             else:
                 message = _("Episode %(id)s added.") % {"id": result.episode.episode_id}
                 return _saved(request, scope, keys, result.episode, message)

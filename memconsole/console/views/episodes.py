@@ -71,7 +71,7 @@ def _results(request: ConsoleRequest, keys: ScopeKeys, form: forms.EpisodeFilter
     try:
         return _search_or_list(request, keys, form), 200
     except MemoryValidationError as exc:
-        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        form.add_error(exc.field if exc.field in form.fields else None, exc.in_language())
         return {}, 400
     except Unavailable as exc:
         if exc.code != "vector_index":

@@ -41,7 +41,7 @@ def _erase(
             form.cleaned_data["sender_id"], bot_uuid=bot_uuid or None, actor=request.actor, dry_run=dry_run
         )
     except MemoryValidationError as exc:
-        form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+        form.add_error(exc.field if exc.field in form.fields else None, exc.in_language())
         return None
 
 

@@ -43,7 +43,7 @@ def export_download(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> H
             keys, request.actor, statuses=data["statuses"], include_audit=data["include_audit"]
         )
     except MemoryValidationError as exc:
-        form.add_error(None, exc.message)
+        form.add_error(None, exc.in_language())
         return _export_form(request, scope, keys, form, 400)
     response = StreamingHttpResponse(chunks, content_type="application/json; charset=utf-8")
     response["Content-Disposition"] = content_disposition_header(True, exports.export_filename(keys))

@@ -41,7 +41,7 @@ def _start_import(request: ConsoleRequest, form: forms.ImportForm) -> jobs.Job |
         derive_scope(data["bot_uuid"], session or "check", data["isolation"])
         name, content = imports.read_upload(data["file"])
     except MemoryValidationError as exc:
-        form.add_error("file", exc.message)
+        form.add_error("file", exc.in_language())
         return None
     params = {
         "format": data["format"],

@@ -75,6 +75,7 @@ def job_context(job: jobs.Job) -> dict[str, Any]:
         "no_worker": waiting,
         "worker_silent": silent if silent is not None and silent > jobs.stale_after().total_seconds() / 2 else None,
         "report": job.report or {},
+        "error": jobs.error_in_language(job) if job.status == jobs.FAILED else "",
     }
 
 

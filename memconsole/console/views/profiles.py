@@ -187,7 +187,7 @@ def profile_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile
         try:
             row = replace_profile(keys, request.actor, *owner, form.profile_data(), if_version=read)
         except MemoryValidationError as exc:
-            form.add_error(exc.field if exc.field in form.fields else None, exc.message)
+            form.add_error(exc.field if exc.field in form.fields else None, exc.in_language())
         except Conflict as exc:
             return _conflict(request, scope, keys, owner, read or 0, exc.current_version)
         else:

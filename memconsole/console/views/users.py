@@ -84,7 +84,7 @@ def _change(
         try:
             changed = apply(account.user, form.cleaned_data)
         except MemoryValidationError as exc:
-            form.add_error(None, exc.message)
+            form.add_error(None, exc.in_language())
     if form.errors:
         return _detail_screen(request, account, 400, **{form_name: form})
     if changed:

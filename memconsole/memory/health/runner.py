@@ -13,9 +13,9 @@ from django.utils.translation import gettext_noop
 
 from .. import audit
 from ..audit import Actor
-from ..auditsummary import said
 from ..models import HealthRun
 from ..scopes import unregistered_scopes
+from ..wording import said
 from . import backlog, checks, erasures, integrity
 from .cleanup import cleanup, sweep_leftovers
 from .probe import Canaries, new_canaries, run_probe_checks

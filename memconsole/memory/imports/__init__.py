@@ -35,10 +35,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from django.utils.translation import gettext_noop
+
 from ..audit import Actor
 from ..errors import ValidationError
 from ..scopes import ScopeKeys, derive_scope
-from . import bot_memory, jw_agents, langbot, letta, mem0, memconsole_format, writer
+from ..wording import Said, said
+from . import bot_memory, jw_agents, langbot, letta, mem0, memconsole_format, readers, writer
 from .forgotten import drop_forgotten
 from .plan import Plan, Progress, Target, resolve
 from .readers import max_import_bytes
@@ -178,7 +181,7 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
     limit = max_import_bytes()
     declared = getattr(uploaded_file, "size", None)
     if isinstance(declared, int) and declared > limit:
-        raise ImportFileError(f"the file is {declared:,} bytes; the limit is {limit:,} (MEMCONSOLE_IMPORT_MAX_BYTES)")
+        raise ImportFileError(readers.too_large(declared, limit))
     shown = _clean_name(getattr(uploaded_file, "name", "") or "upload")
     # A private directory (0700), removed whole afterwards: SQLite may put -wal/-shm files beside
     # the database it opens.
@@ -190,9 +193,7 @@ def import_upload(uploaded_file: Any, fmt: str, **kwargs: Any) -> ImportReport:
             for chunk in uploaded_file.chunks():
                 written += len(chunk)
                 if written > limit:
-                    raise ImportFileError(
-                        f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)"
-                    )
+                    raise ImportFileError(_over_limit(limit))
                 out.write(chunk)
         kwargs.setdefault("file_name", shown)
         return import_file(temp_path, fmt, **kwargs)
@@ -207,12 +208,12 @@ def read_upload(uploaded_file: Any) -> tuple[str, bytes]:
     limit = max_import_bytes()
     declared = getattr(uploaded_file, "size", None)
     if isinstance(declared, int) and declared > limit:
-        raise ImportFileError(f"the file is {declared:,} bytes; the limit is {limit:,} (MEMCONSOLE_IMPORT_MAX_BYTES)")
+        raise ImportFileError(readers.too_large(declared, limit))
     parts, size = [], 0
     for chunk in uploaded_file.chunks():
         size += len(chunk)
         if size > limit:
-            raise ImportFileError(f"the file is larger than the limit of {limit:,} bytes (MEMCONSOLE_IMPORT_MAX_BYTES)")
+            raise ImportFileError(_over_limit(limit))
         parts.append(chunk)
     return _clean_name(getattr(uploaded_file, "name", "") or "upload"), b"".join(parts)
 
@@ -220,3 +221,10 @@ def read_upload(uploaded_file: Any) -> tuple[str, bytes]:
 def _clean_name(name: str) -> str:
     base = re.split(r"[\\/]", name)[-1]
     return re.sub(r"[^\w.\- ]+", "_", base)[:MAX_SHOWN_NAME] or "upload"
+
+
+def _over_limit(limit: int) -> Said:
+    return said(
+        gettext_noop("the file is larger than the limit of %(limit)s bytes (MEMCONSOLE_IMPORT_MAX_BYTES)"),
+        limit=f"{limit:,}",
+    )

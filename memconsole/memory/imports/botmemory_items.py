@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from ..botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS
 from ..facts import MAX_VALUE_CHARS
 from ..scopes import ScopeKeys
@@ -61,7 +63,7 @@ def message_in(
 ) -> MessageIn:
     role_text = fields.text(role, where, "role", 32, required=True).strip().lower()
     if role_text not in ROLES:
-        raise fields.fail(where, "role", f"must be one of {', '.join(ROLES)}")
+        raise fields.fail(where, "role", gettext_noop("must be one of %(roles)s"), roles=", ".join(ROLES))
     return MessageIn(
         keys=keys,
         where=where,

@@ -24,10 +24,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .. import profiles, validation
 from ..errors import ValidationError
 from ..models import STATUS_ACTIVE, STATUSES
+from ..wording import Said, said
 from .report import ImportFileError
 
 MAX_OLD_ID_CHARS = 255
@@ -38,12 +40,24 @@ DEFAULT_IMPORTANCE = 2
 # an import never writes one (it would come back as active: docs/design.md §7).
 DELETED = "deleted"
 
+# The reasons a field is refused that more than one reader gives (`fail`).
+MUST_BE_STRING = gettext_noop("must be a string")
+MUST_BE_OBJECT = gettext_noop("must be an object")
+HAS_NUL = gettext_noop("contains a NUL character")
+HAS_SURROGATE = gettext_noop("is not valid text (it holds a lone surrogate)")
+TOO_LONG = gettext_noop("is longer than %(max)s characters")
+NOT_A_TIME = gettext_noop("must be an ISO-8601 date and time")
+
 # (kind, message): a value adjusted on the way in, reported as a warning.
 Note = tuple[str, str]
 
 
-def fail(where: str, name: str, message: str) -> ImportFileError:
-    return ImportFileError(f"{where}, field '{name}': {message}", field=name)
+def fail(where: str, name: str, reason: str | Said, **values: Any) -> ImportFileError:
+    """The file's error at one field; `reason` (marked with gettext_noop) is filled with `values`."""
+    why = reason if isinstance(reason, Said) else said(reason, **values)
+    return ImportFileError(
+        said(gettext_noop("%(where)s, field '%(name)s': %(reason)s"), where=where, name=name, reason=why), field=name
+    )
 
 
 def text(value: Any, where: str, name: str, max_chars: int, required: bool = False) -> str:
@@ -51,16 +65,16 @@ def text(value: Any, where: str, name: str, max_chars: int, required: bool = Fal
     if value is None:
         value = ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise fail(where, name, "must be a string")
+        raise fail(where, name, MUST_BE_STRING)
     out = str(value)
     if "\x00" in out:
-        raise fail(where, name, "contains a NUL character")
+        raise fail(where, name, HAS_NUL)
     if not validation.is_utf8(out):
-        raise fail(where, name, "is not valid text (it holds a lone surrogate)")
+        raise fail(where, name, HAS_SURROGATE)
     if required and not out.strip():
-        raise fail(where, name, "is missing or empty")
+        raise fail(where, name, gettext_noop("is missing or empty"))
     if len(out) > max_chars:
-        raise fail(where, name, f"is longer than {max_chars} characters")
+        raise fail(where, name, TOO_LONG, max=max_chars)
     return out
 
 
@@ -80,13 +94,13 @@ def metadata(value: Any, where: str) -> dict[str, Any]:
     try:
         return validation.validate_metadata(value)
     except ValidationError as exc:
-        raise fail(where, "metadata", exc.message.removeprefix("metadata ")) from None
+        raise fail(where, "metadata", exc.said or exc.message.removeprefix("metadata ")) from None
 
 
 def content(value: Any, where: str, name: str = "content") -> str:
     """An episode's text: a string (a number is a wrong type here), trimmed, not empty, within the limit."""
     if value is not None and not isinstance(value, str):
-        raise fail(where, name, "must be a string")
+        raise fail(where, name, MUST_BE_STRING)
     return text((value or "").strip(), where, name, validation.max_content_chars(), required=True)
 
 
@@ -105,7 +119,12 @@ def importance(value: Any, where: str, notes: list[Note]) -> int:
     if isinstance(number, float) and number.is_integer():
         number = int(number)
     if isinstance(number, bool) or not isinstance(number, int):
-        raise fail(where, "importance", f"must be a whole number from 1 to 5, not {value!r:.40}")
+        raise fail(
+            where,
+            "importance",
+            gettext_noop("must be a whole number from 1 to 5, not %(value)s"),
+            value=f"{value!r:.40}",
+        )
     clamped, adjusted = validation.clamp_importance(number)
     if adjusted:
         shown = str(number) if abs(number) < 10**12 else f"{number:.3g}"
@@ -122,20 +141,22 @@ def tags(value: Any, where: str) -> list[str]:
         items = value
         for item in items:
             if not isinstance(item, str):
-                raise fail(where, "tags", "must be strings")
+                raise fail(where, "tags", gettext_noop("must be strings"))
             if "," in item:
-                raise fail(where, "tags", f"a tag may not contain a comma ({item!r:.40})")
+                raise fail(where, "tags", gettext_noop("a tag may not contain a comma (%(tag)s)"), tag=f"{item!r:.40}")
     else:
-        raise fail(where, "tags", "must be a list of strings or a comma-joined string")
+        raise fail(where, "tags", gettext_noop("must be a list of strings or a comma-joined string"))
     out: list[str] = []
     for item in items:
         tag = item.strip()
         if "\x00" in tag:
-            raise fail(where, "tags", "contains a NUL character")
+            raise fail(where, "tags", HAS_NUL)
         if not validation.is_utf8(tag):
-            raise fail(where, "tags", "is not valid text (it holds a lone surrogate)")
+            raise fail(where, "tags", HAS_SURROGATE)
         if len(tag) > validation.MAX_TAG_CHARS:
-            raise fail(where, "tags", f"a tag is longer than {validation.MAX_TAG_CHARS} characters")
+            raise fail(
+                where, "tags", gettext_noop("a tag is longer than %(max)s characters"), max=validation.MAX_TAG_CHARS
+            )
         if tag and tag not in out:
             out.append(tag)
     check_tag_count(out, where)
@@ -144,7 +165,7 @@ def tags(value: Any, where: str) -> list[str]:
 
 def check_tag_count(values: list[str], where: str) -> None:
     if len(values) > validation.MAX_TAGS:
-        raise fail(where, "tags", f"at most {validation.MAX_TAGS} tags")
+        raise fail(where, "tags", gettext_noop("at most %(max)s tags"), max=validation.MAX_TAGS)
 
 
 def status(value: Any, where: str, notes: list[Note]) -> str:
@@ -153,7 +174,7 @@ def status(value: Any, where: str, notes: list[Note]) -> str:
     if value is None:
         return STATUS_ACTIVE.value
     if not isinstance(value, str):
-        raise fail(where, "status", "must be a string")
+        raise fail(where, "status", MUST_BE_STRING)
     name = value.strip().lower()
     if not name:
         return STATUS_ACTIVE.value
@@ -168,7 +189,7 @@ def source(value: Any, where: str) -> str:
     if value is None:
         return ""
     if not isinstance(value, str):
-        raise fail(where, "source", "must be a string")
+        raise fail(where, "source", MUST_BE_STRING)
     return text(value, where, "source", MAX_OLD_ID_CHARS).strip()[:MAX_SOURCE_CHARS]
 
 
@@ -176,28 +197,30 @@ def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, bool):
-        raise fail(where, name, "must be an ISO-8601 date and time")
+        raise fail(where, name, NOT_A_TIME)
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
         try:
             return datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
-            raise fail(where, name, f"{value!r:.40} is not a valid time") from None
+            raise fail(where, name, gettext_noop("%(value)s is not a valid time"), value=f"{value!r:.40}") from None
     if not isinstance(value, str) or len(value) > 64:
-        raise fail(where, name, "must be an ISO-8601 date and time")
+        raise fail(where, name, NOT_A_TIME)
     stripped = value.strip()
     if re.fullmatch(r"\d+(\.\d+)?", stripped):
         return time(float(stripped), where, name)
     try:
         parsed = datetime.fromisoformat(stripped.replace(" ", "T", 1) if "T" not in stripped else stripped)
     except ValueError:
-        raise fail(where, name, f"{value!r:.40} is not an ISO-8601 date and time") from None
+        raise fail(
+            where, name, gettext_noop("%(value)s is not an ISO-8601 date and time"), value=f"{value!r:.40}"
+        ) from None
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)
     try:
         parsed.astimezone(UTC)  # the database stores UTC: 9999-12-31T23:00-05:00 has no UTC time
     except (OverflowError, ValueError):
-        raise fail(where, name, f"{value!r:.40} is out of range") from None
+        raise fail(where, name, gettext_noop("%(value)s is out of range"), value=f"{value!r:.40}") from None
     return parsed
 
 
@@ -217,14 +240,14 @@ def old_id(value: Any, where: str, name: str = "id") -> str:
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
-        raise fail(where, name, "must be a string")
+        raise fail(where, name, MUST_BE_STRING)
     out = str(value).strip()
     if "\x00" in out:
-        raise fail(where, name, "contains a NUL character")
+        raise fail(where, name, HAS_NUL)
     if len(out) > MAX_OLD_ID_CHARS:
-        raise fail(where, name, f"is longer than {MAX_OLD_ID_CHARS} characters")
+        raise fail(where, name, TOO_LONG, max=MAX_OLD_ID_CHARS)
     if not validation.is_utf8(out):
-        raise fail(where, name, "is not valid text (it holds a lone surrogate)")
+        raise fail(where, name, HAS_SURROGATE)
     return out
 
 
@@ -233,7 +256,7 @@ def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
     preferences (the last in the file: the oldest go first, `profiles.apply_items`) and cuts the notes,
     with a note for each. Items of the wrong type fail."""
     if not isinstance(value, dict):
-        raise fail(where, "profile", "must be an object")
+        raise fail(where, "profile", MUST_BE_OBJECT)
     data = dict(value)
     for name, limit in (("traits", validation.MAX_TRAITS), ("preferences", validation.MAX_PREFERENCES)):
         items = data.get(name)
@@ -256,4 +279,4 @@ def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
     try:
         return profiles.validate_profile_data(data)
     except ValidationError as exc:
-        raise fail(where, f"profile.{exc.field or 'profile'}", exc.message) from None
+        raise fail(where, f"profile.{exc.field or 'profile'}", exc.said or exc.message) from None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import crypto
 
@@ -34,7 +35,7 @@ def _decrypt(token: Any, key: str, where: str, name: str) -> str:
     except ImproperlyConfigured as exc:
         raise ImportFileError(f"--fernet-key / JW_MEMORY_KEY: {exc}", field="fernet_key") from None
     except crypto.DecryptionError:
-        raise fields.fail(where, name, "cannot be decrypted with the given Fernet key") from None
+        raise fields.fail(where, name, gettext_noop("cannot be decrypted with the given Fernet key")) from None
 
 
 def _metadata(value: Any, where: str, key: str | None, encrypted: bool) -> dict[str, Any]:
@@ -46,9 +47,9 @@ def _metadata(value: Any, where: str, key: str | None, encrypted: bool) -> dict[
     try:
         data = json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError):
-        raise fields.fail(where, "metadata", "is not valid JSON") from None
+        raise fields.fail(where, "metadata", gettext_noop("is not valid JSON")) from None
     if not isinstance(data, dict):
-        raise fields.fail(where, "metadata", "must be a JSON object")
+        raise fields.fail(where, "metadata", gettext_noop("must be a JSON object"))
     return data
 
 

@@ -21,6 +21,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from .. import validation
 from ..exports import FORMAT_MARKER
 from ..models import PROFILE_SESSION, PROFILE_SPEAKER
@@ -90,7 +92,7 @@ def _profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
         raise ImportFileError(f"{where}: a profile must be an object")
     profile_type = record.get("type")
     if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
-        raise fields.fail(where, "type", "must be 'session' or 'speaker'")
+        raise fields.fail(where, "type", gettext_noop("must be 'session' or 'speaker'"))
     sender_id = ""
     if profile_type == PROFILE_SPEAKER:
         sender_id = fields.text(

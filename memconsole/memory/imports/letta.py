@@ -111,7 +111,7 @@ def _passage(record: Any, where: str, keys: Any, imported_at: datetime) -> Episo
     notes: list[fields.Note] = []
     meta = record.get("metadata") or record.get("metadata_") or {}
     if not isinstance(meta, dict):
-        raise fields.fail(where, "metadata", "must be an object")
+        raise fields.fail(where, "metadata", fields.MUST_BE_OBJECT)
     return EpisodeIn(
         keys=keys,
         where=where,

@@ -29,6 +29,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from .. import validation
 from . import fields
 from .plan import EpisodeIn, Plan, Target
@@ -154,7 +156,7 @@ def _episode(
     sender_id, sender_name = speakers.get(user, (user, ""))
     meta = record.get("metadata")
     if meta is not None and not isinstance(meta, dict):
-        raise fields.fail(where, "metadata", "must be an object")
+        raise fields.fail(where, "metadata", fields.MUST_BE_OBJECT)
     meta = dict(meta or {})
     names = record.get("categories")
     if names is None and isinstance(record.get("category_ids"), list):
@@ -165,7 +167,7 @@ def _episode(
         if record.get(extra):
             kept[f"mem0_{extra}"] = record[extra]
     if len(kept) > MAX_METADATA_KEYS:
-        raise fields.fail(where, "metadata", f"has more than {MAX_METADATA_KEYS} keys")
+        raise fields.fail(where, "metadata", gettext_noop("has more than %(max)s keys"), max=MAX_METADATA_KEYS)
     return EpisodeIn(
         keys=keys,
         where=where,
@@ -188,7 +190,7 @@ def _state(value: Any, where: str, notes: list[fields.Note]) -> str:
     if value is None:
         return "active"
     if not isinstance(value, str):
-        raise fields.fail(where, "state", "must be a string")
+        raise fields.fail(where, "state", fields.MUST_BE_STRING)
     name = value.strip().lower()
     if name == "paused":
         notes.append(("paused", "paused in mem0; imported as archived (not injected until restored)"))

@@ -15,12 +15,26 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
+from ..wording import Said, said
 from .fields import fail
 from .report import ImportFileError
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 FETCH_BATCH = 1000
+
+
+EMPTY = gettext_noop("%(place)sthe file is empty")
+UNREADABLE_DB = gettext_noop("the database cannot be read (damaged or truncated?): %(error)s")
+
+
+def too_large(size: int, limit: int) -> Said:
+    return said(
+        gettext_noop("the file is %(size)s bytes; the limit is %(limit)s (MEMCONSOLE_IMPORT_MAX_BYTES)"),
+        size=f"{size:,}",
+        limit=f"{limit:,}",
+    )
 
 
 def max_import_bytes() -> int:
@@ -32,13 +46,11 @@ def check_size(path: Path) -> int:
     try:
         size = path.stat().st_size
     except OSError as exc:
-        raise ImportFileError(f"cannot read the file: {exc.strerror}") from None
+        raise ImportFileError(said(gettext_noop("cannot read the file: %(error)s"), error=exc.strerror)) from None
     if size == 0:
-        raise ImportFileError("the file is empty")
+        raise ImportFileError(said(EMPTY, place=""))
     if size > max_import_bytes():
-        raise ImportFileError(
-            f"the file is {size:,} bytes; the limit is {max_import_bytes():,} (MEMCONSOLE_IMPORT_MAX_BYTES)"
-        )
+        raise ImportFileError(too_large(size, max_import_bytes()))
     return size
 
 
@@ -59,28 +71,55 @@ def parse_json(raw: bytes, fmt: str, where: str = "") -> Any:
     place = f"{where}: " if where else ""
     if raw.startswith(SQLITE_HEADER):
         raise ImportFileError(
-            f"this is a SQLite database, not a {fmt} JSON export (use the jw-agents or bot-memory format)"
+            said(
+                gettext_noop(
+                    "this is a SQLite database, not a %(format)s JSON export (use the jw-agents or bot-memory format)"
+                ),
+                format=fmt,
+            )
         )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         line = raw.count(b"\n", 0, exc.start) + 1
-        raise ImportFileError(f"{place}line {line}: the file is not UTF-8 text (byte {exc.start})") from None
+        raise ImportFileError(
+            said(
+                gettext_noop("%(place)sline %(line)s: the file is not UTF-8 text (byte %(byte)s)"),
+                place=place,
+                line=line,
+                byte=exc.start,
+            )
+        ) from None
     if not text.strip():
-        raise ImportFileError(f"{place}the file is empty")
+        raise ImportFileError(said(EMPTY, place=place))
     del raw
     try:
         return json.loads(text, parse_constant=reject_constant)
     except json.JSONDecodeError as exc:
         at_end = exc.pos >= len(text.rstrip())
-        what = "the file is truncated" if at_end else "the file is not valid JSON"
-        raise ImportFileError(f"{place}line {exc.lineno}, column {exc.colno}: {what} ({exc.msg})") from None
+        what = gettext_noop("the file is truncated") if at_end else gettext_noop("the file is not valid JSON")
+        raise ImportFileError(
+            said(
+                gettext_noop("%(place)sline %(line)s, column %(column)s: %(what)s (%(error)s)"),
+                place=place,
+                line=exc.lineno,
+                column=exc.colno,
+                what=said(what),
+                error=exc.msg,
+            )
+        ) from None
     except RecursionError:
         # json's C parser guards its recursion: a bracket bomb stops here, at Python's recursion limit,
         # instead of exhausting the stack. Nothing memconsole reads nests more than a few levels.
-        raise ImportFileError(f"{place}the JSON is nested too deeply") from None
+        raise ImportFileError(said(gettext_noop("%(place)sthe JSON is nested too deeply"), place=place)) from None
     except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
-        raise ImportFileError(f"{place}the file holds a value that is not allowed: {exc}") from None
+        raise ImportFileError(
+            said(
+                gettext_noop("%(place)sthe file holds a value that is not allowed: %(error)s"),
+                place=place,
+                error=str(exc),
+            )
+        ) from None
 
 
 def open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.Connection:
@@ -92,13 +131,20 @@ def open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.Co
     with path.open("rb") as handle:
         header = handle.read(len(SQLITE_HEADER))
     if header != SQLITE_HEADER:
-        raise ImportFileError(f"not a {fmt} memory.db: the file is not a SQLite database")
+        raise ImportFileError(
+            said(gettext_noop("not a %(format)s memory.db: the file is not a SQLite database"), format=fmt)
+        )
     try:
         connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         connection.text_factory = bytes
         check = connection.execute("PRAGMA quick_check").fetchone()[0]
         if check != b"ok":
-            raise ImportFileError(f"the database is damaged or truncated ({check.decode(errors='replace')[:200]})")
+            raise ImportFileError(
+                said(
+                    gettext_noop("the database is damaged or truncated (%(error)s)"),
+                    error=check.decode(errors="replace")[:200],
+                )
+            )
         for table, columns in tables.items():
             # Only an ordinary table: a view (or virtual table) in a hostile file runs SQL of the
             # file's choosing on every read, e.g. an endless recursive query (a CPU/memory bomb).
@@ -108,15 +154,34 @@ def open_sqlite(path: Path, fmt: str, tables: dict[str, set[str]]) -> sqlite3.Co
             if kind is not None and (
                 kind[0] != b"table" or (kind[1] or b"").lstrip().upper().startswith(b"CREATE VIRTUAL")
             ):
-                raise ImportFileError(f"not a {fmt} memory.db: '{table}' is not an ordinary table")
+                raise ImportFileError(
+                    said(
+                        gettext_noop("not a %(format)s memory.db: '%(table)s' is not an ordinary table"),
+                        format=fmt,
+                        table=table,
+                    )
+                )
             found = {row[1].decode() for row in connection.execute(f"PRAGMA table_info({table})")}
             if not found:
-                raise ImportFileError(f"not a {fmt} memory.db: there is no '{table}' table")
+                raise ImportFileError(
+                    said(
+                        gettext_noop("not a %(format)s memory.db: there is no '%(table)s' table"),
+                        format=fmt,
+                        table=table,
+                    )
+                )
             missing = columns - found
             if missing:
-                raise ImportFileError(f"not a {fmt} memory.db: table '{table}' lacks {', '.join(sorted(missing))}")
+                raise ImportFileError(
+                    said(
+                        gettext_noop("not a %(format)s memory.db: table '%(table)s' lacks %(columns)s"),
+                        format=fmt,
+                        table=table,
+                        columns=", ".join(sorted(missing)),
+                    )
+                )
     except sqlite3.DatabaseError as exc:
-        raise ImportFileError(f"the database cannot be read (damaged or truncated?): {exc}") from None
+        raise ImportFileError(said(UNREADABLE_DB, error=str(exc))) from None
     return connection
 
 
@@ -127,7 +192,7 @@ def rows(connection: sqlite3.Connection, sql: str, params: tuple[Any, ...] = ())
         while batch := cursor.fetchmany(FETCH_BATCH):
             yield from batch
     except sqlite3.DatabaseError as exc:
-        raise ImportFileError(f"the database cannot be read (damaged or truncated?): {exc}") from None
+        raise ImportFileError(said(UNREADABLE_DB, error=str(exc))) from None
 
 
 def text_of(value: Any, where: str, name: str) -> str | None:
@@ -138,5 +203,5 @@ def text_of(value: Any, where: str, name: str) -> str | None:
         try:
             return value.decode("utf-8")
         except UnicodeDecodeError:
-            raise fail(where, name, "is not UTF-8 text") from None
+            raise fail(where, name, gettext_noop("is not UTF-8 text")) from None
     return str(value)

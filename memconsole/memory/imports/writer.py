@@ -27,13 +27,13 @@ from django.utils.translation import gettext_noop
 
 from .. import audit, counters, facts, lexical, profiles, window
 from ..audit import Actor
-from ..auditsummary import said
 from ..episode_extras import EpisodeMetadata, metadata_row
 from ..errors import Unavailable
 from ..models import Episode
 from ..paging import chunks
 from ..scopes import ScopeKeys, register_scope
 from ..sync import index_episodes
+from ..wording import said
 from .plan import EpisodeIn, Plan, Progress
 from .report import ImportReport
 

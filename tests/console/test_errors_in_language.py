@@ -1,0 +1,64 @@
+"""The reasons the console gives for a refused import, in the reader's language: the domain writes
+them in English (the API's words) and keeps what translates them (`memory/wording.py`), so a
+Chinese or Spanish reader sees the file's error, the field's reason and the job's error in theirs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from memconsole.memory.models import Episode
+from tests.jobs.work import follow_job
+
+pytestmark = pytest.mark.django_db
+
+CHINESE = {"HTTP_ACCEPT_LANGUAGE": "zh-hans"}
+SPANISH = {"HTTP_ACCEPT_LANGUAGE": "es"}
+
+
+def upload(content: bytes, name: str = "memories.json") -> dict:
+    return {
+        "file": SimpleUploadedFile(name, content, content_type="application/json"),
+        "format": "langbot",
+        "bot_uuid": "bot-c",
+        "session_name": "",
+        "isolation": "session",
+    }
+
+
+def langbot(*episodes: dict) -> bytes:
+    return json.dumps({"version": 1, "scope_key": "old-bot:group_300", "episodes": list(episodes)}).encode()
+
+
+def import_page(client, data: dict, **headers) -> str:
+    response = client.post("/import/", data, **headers)
+    if response.status_code == 302:
+        response = follow_job(client, response, **headers)
+    return response.content.decode()
+
+
+def test_a_truncated_file_is_explained_in_chinese(admin_client_):
+    page = import_page(admin_client_, upload(b'{"version": 1, "episodes": [{"content": "a"'), **CHINESE)
+    assert "第 1 行第" in page and "文件被截断" in page
+    assert "the file is truncated" not in page
+    assert not Episode.objects.exists()
+
+
+def test_a_fields_reason_is_explained_in_spanish(admin_client_):
+    bad = langbot({"id": "e1", "content": "Alice likes tea", "importance": "very"})
+    page = import_page(admin_client_, upload(bad), **SPANISH)
+    assert "campo &#x27;importance&#x27;: debe ser un número entero del 1 al 5, no &#x27;very&#x27;" in page
+    assert not Episode.objects.exists()
+
+
+def test_the_english_reader_and_the_api_keep_the_english_words(admin_client_):
+    bad = langbot({"id": "e1", "content": "Alice likes tea", "tags": [1]})
+    page = import_page(admin_client_, upload(bad))
+    assert "field &#x27;tags&#x27;: must be strings" in page
+
+
+def test_an_empty_file_is_explained_in_chinese(admin_client_):
+    page = import_page(admin_client_, upload(b"   \n"), **CHINESE)
+    assert "文件为空" in page and "the file is empty" not in page
