@@ -123,7 +123,8 @@ def find_everywhere(typed: str, *, bots: frozenset[str] | None = None, bot_uuid:
     if not typed.strip():
         return lookup
     episodes = Episode.objects.all()
-    bots = frozenset({bot_uuid}) if bot_uuid else bots
+    if bot_uuid:  # one bot's spaces, and none when it is outside `bots` (its people are not to be named)
+        bots = frozenset({bot_uuid}) & bots if bots is not None else frozenset({bot_uuid})
     if bots is not None:
         spaces = Q(bot_uuid__in=sorted(bots))
         episodes = episodes.filter(spaces)

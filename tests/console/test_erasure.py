@@ -163,6 +163,16 @@ def test_it_keeps_a_granted_admin_within_their_bots(granted_admin_client, url, s
     assert row_counts() == before
 
 
+@pytest.mark.parametrize("name", ["erasure", "erasure_run"])
+def test_it_names_no_speaker_of_a_bot_outside_a_granted_admins_bots(granted_admin_client, url, keys, name):
+    for sender_id in ("secret-x1", "secret-x2"):
+        plain_episodes(keys, 1, sender_id=sender_id, sender_name="Shadowperson")
+    data = {"sender_id": "Shadowperson", "bot_uuid": "bot-a", "confirmation": "Shadowperson"}
+    response = granted_admin_client.post(url(name), data)
+    assert response.status_code == 404
+    assertNotContains(response, "secret-x1", status_code=404)
+
+
 def test_it_lets_a_granted_admin_count_within_a_granted_bot(granted_admin_client, url, speaker_in_two_bots):
     response = granted_admin_client.get(url("erasure"))
     assert response.status_code == 200
