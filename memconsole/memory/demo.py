@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from . import audit
+from . import audit, lexical
 from .audit import Actor
 from .counters import recount
 from .episodes import REMEMBERED
@@ -316,6 +316,7 @@ def _demo_episodes(
             if episode.status == STATUS_ACTIVE:
                 episode.status = STATUS_ARCHIVED
         Episode.objects.bulk_create(rows, batch_size=500)
+        lexical.index_episodes(rows)  # bulk_create sends no post_save, which indexes a saved row
         for episode in rows:
             audit.append(
                 "remember",

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
-from memconsole.memory import retrieval
+from memconsole.memory import lexical, retrieval
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.management.commands import first_start
 from memconsole.memory.models import (
@@ -54,6 +54,13 @@ def test_it_makes_demo_memory_searchable(small_demo):
     keys = derive_scope("8c6e3f52-support-bot", "group_1001", "session")
     hits = retrieval.recall(keys, "holiday travel", top_k=3, statuses=["active", "archived", "superseded"])
     assert hits and all(hit.episode.user_key == keys.user_key for hit in hits)
+
+
+def test_it_puts_every_demo_episode_in_the_word_index(small_demo):
+    # The first health check of a fresh install warned "episodes missing from the lexical index".
+    call_command("load_demo")
+    assert Episode.objects.count() > 100
+    assert lexical.missing_count() == 0 and lexical.stale_scopes() == []
 
 
 def test_it_refuses_a_non_empty_database_unless_forced(small_demo):
