@@ -5,14 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from django import forms
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from memconsole.memory import validation
 from memconsole.memory.models import Episode
 
+from . import timezones
 from .forms import MAX_VERSION, ConsoleForm
-from .timezones import datetime_input
+from .timezones import ZonedDateTimeField, datetime_input
 
 IMPORTANCE_CHOICES = [(n, str(n)) for n in range(validation.MIN_IMPORTANCE, validation.MAX_IMPORTANCE + 1)]
 
@@ -42,7 +42,7 @@ class EpisodeForm(ConsoleForm):
         help_text=_("Type a name or an id; names are suggested as “name (id)”."),
     )
     sender_name = forms.CharField(label=_("Speaker name"), required=False, max_length=validation.MAX_SENDER_CHARS)
-    timestamp = forms.DateTimeField(label=_("Event time"), required=False, widget=datetime_input())
+    timestamp = ZonedDateTimeField(label=_("Event time"), required=False, widget=datetime_input())
     # The version the form was rendered from: saving over a newer one is a conflict (409).
     version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, widget=forms.HiddenInput)
 
@@ -78,7 +78,7 @@ class EpisodeForm(ConsoleForm):
 
     @classmethod
     def initial_from(cls, episode: Episode) -> dict[str, Any]:
-        stamp = timezone.localtime(episode.timestamp) if episode.timestamp else None
+        stamp = timezones.local(episode.timestamp) if episode.timestamp else None
         return {
             "content": episode.content,
             "tags": ", ".join(episode.tags),

@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from memconsole.memory import validation
 
 from .forms import ConsoleForm
-from .timezones import in_console_zone
+from .timezones import ZonedDateTimeField, in_console_zone
 
 
 def _to_the_second() -> forms.DateTimeInput:
@@ -24,8 +24,8 @@ def _to_the_second() -> forms.DateTimeInput:
 class KnownAtForm(ConsoleForm):
     """ "What did the bot know at T", optionally compared with a second moment and for one speaker."""
 
-    at = forms.DateTimeField(label=in_console_zone(_("At (%(zone)s)")), required=False, widget=_to_the_second())
-    compare = forms.DateTimeField(
+    at = ZonedDateTimeField(label=in_console_zone(_("At (%(zone)s)")), required=False, widget=_to_the_second())
+    compare = ZonedDateTimeField(
         label=in_console_zone(_("Compare with (%(zone)s)")), required=False, widget=_to_the_second()
     )
     speaker = forms.CharField(label=_("Only this speaker (id)"), required=False, max_length=validation.MAX_SENDER_CHARS)

@@ -17,7 +17,7 @@ from memconsole.memory.paging import CURSOR, SORTED_CURSOR
 from memconsole.memory.scopes import MAX_BOT_UUID, MAX_SESSION_NAME, derive_scope
 
 from .people_forms import PersonLookup
-from .timezones import datetime_input, in_console_zone
+from .timezones import ZonedDateTimeField, datetime_input, in_console_zone
 from .usage_forms import UsageFilter
 
 CURSOR_ERROR = _("This page link is not valid. Go back to the first page and try again.")
@@ -116,8 +116,8 @@ class EpisodeFilterForm(UsageFilter, ConsoleForm):
         error_messages={"invalid": _("A kind is one word: letters, digits and _ . : - only.")},
     )
     importance = forms.IntegerField(label=_("Minimum importance"), required=False, min_value=1, max_value=5)
-    after = forms.DateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
-    before = forms.DateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
+    after = ZonedDateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
+    before = ZonedDateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
     limit = forms.TypedChoiceField(
         label=_("Per page"),
         choices=[(n, n) for n in validation.PAGE_SIZES],
@@ -318,8 +318,8 @@ class VersionDiffForm(ConsoleForm):
 class AuditFilterForm(ConsoleForm):
     operation = forms.CharField(label=_("Operation"), required=False, max_length=40)
     actor = forms.CharField(label=_("Actor"), required=False, max_length=255)
-    after = forms.DateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
-    before = forms.DateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
+    after = ZonedDateTimeField(label=in_console_zone(_("From (%(zone)s)")), required=False, widget=datetime_input())
+    before = ZonedDateTimeField(label=in_console_zone(_("Until (%(zone)s)")), required=False, widget=datetime_input())
     space = forms.CharField(
         label=_("Space"), required=False, max_length=400, help_text=_("A scope key, or a bot UUID for all its spaces.")
     )

@@ -8,6 +8,7 @@ makes templates (`{% timestamp %}`) and forms (naive `datetime-local` input) use
 from __future__ import annotations
 
 import zoneinfo
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 from urllib.parse import unquote
@@ -17,6 +18,8 @@ from django.http import HttpRequest
 from django.utils import timezone
 from django.utils.functional import Promise, lazy
 from django.utils.translation import gettext_lazy as _
+
+from memconsole.memory import validation
 
 SESSION_KEY = "memconsole_time_zone"
 BROWSER_COOKIE = "memconsole_browser_tz"
@@ -77,3 +80,22 @@ class TimeZoneForm(forms.Form):
         if not valid_zone(zone):
             raise forms.ValidationError(_("This is not a time zone name. Pick one from the list."))
         return zone
+
+
+class ZonedDateTimeField(forms.DateTimeField):
+    """A date and time typed in the console's zone, refused (not a 500) when it has no place in
+    what memconsole stores (`validation.EARLIEST`..`LATEST` in UTC)."""
+
+    def validate(self, value: Any) -> None:
+        super().validate(value)
+        if value is not None and not validation.in_time_range(value):
+            raise forms.ValidationError(_("Enter a date and time between the years 1 and 9999."), code="out_of_range")
+
+
+def local(value: datetime) -> datetime:
+    """`value` in the console's zone; in UTC when the zone would carry it past the calendar's end
+    (a time stored before memconsole kept a day's margin there)."""
+    try:
+        return timezone.localtime(value)
+    except (OverflowError, ValueError):
+        return value.astimezone(UTC)

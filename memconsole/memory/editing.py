@@ -34,6 +34,7 @@ from .validation import (
     max_content_chars,
     text,
     validate_datetime,
+    validate_speaker,
     validate_tags,
 )
 from .wording import said
@@ -264,7 +265,7 @@ def add_episode(
         content,
         tags=tags,
         importance=importance,
-        sender_id=text(sender_id, "sender_id", MAX_SENDER_CHARS).strip(),
+        sender_id=validate_speaker(sender_id),
         sender_name=text(sender_name, "sender_name", MAX_SENDER_CHARS).strip(),
         timestamp=timestamp,
         source="console",

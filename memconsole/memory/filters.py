@@ -14,12 +14,12 @@ from .models import STATUSES, Episode, EpisodeQuerySet
 from .scopes import ScopeKeys
 from .usage import never_used_where, used_where, validate_used_days
 from .validation import (
-    MAX_SENDER_CHARS,
     MAX_TAG_CHARS,
     text,
     validate_datetime,
     validate_importance,
     validate_kind,
+    validate_speaker,
     validate_statuses,
     validate_tags,
 )
@@ -84,7 +84,7 @@ class EpisodeFilter:
             statuses=clean_statuses,
             # Validated in this order (the first bad one is reported): tags, sender, tag, the rest.
             tags=tuple(validate_tags(tags)),
-            sender_id=text(sender_id, "sender_id", MAX_SENDER_CHARS) if sender_id else "",
+            sender_id=validate_speaker(sender_id) if sender_id else "",
             tag=text(tag, "tag", MAX_TAG_CHARS).strip() if tag else "",
             importance_min=None if importance_min is None else validate_importance(importance_min, "importance_min"),
             time_after=validate_datetime(time_after, "time_after"),

@@ -24,7 +24,7 @@ from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
 from .retrieval import BELOW_FLOOR, KEPT, RecallHit, Retrieval, retrieve
 from .scopes import ScopeKeys, register_scope
-from .validation import MAX_QUERY_ID_CHARS, MAX_SENDER_CHARS, text
+from .validation import MAX_QUERY_ID_CHARS, text, validate_speaker
 from .wording import said
 
 SESSION_PROFILE_BLOCK = "[Session profile]"
@@ -35,18 +35,25 @@ INJECTED = "injected"
 NO_CANDIDATES = "no_candidates"
 
 
+def one_line(value: Any) -> str:
+    """A stored value as it is injected: on one line, its line breaks (and other whitespace runs)
+    as single spaces, so what a chat participant wrote can never start a block or a line of its own."""
+    return " ".join(str(value).split())
+
+
 def profile_lines(data: dict[str, Any]) -> list[str]:
     lines = []
     if data.get("name"):
-        lines.append(f"Name: {data['name']}")
+        lines.append(f"Name: {one_line(data['name'])}")
     if data.get("traits"):
-        lines.append("Traits: " + "; ".join(data["traits"]))
+        lines.append("Traits: " + "; ".join(one_line(item) for item in data["traits"]))
     if data.get("preferences"):
-        lines.append("Preferences: " + "; ".join(data["preferences"]))
+        lines.append("Preferences: " + "; ".join(one_line(item) for item in data["preferences"]))
     if data.get("notes"):
-        lines.append(f"Notes: {data['notes']}")
+        lines.append(f"Notes: {one_line(data['notes'])}")
     if data.get("facts"):  # a speaker's keyed facts (issue 20: facts.py), injected with their profile
-        lines.append("Facts: " + "; ".join(f"{key}: {value}" for key, value in data["facts"].items()))
+        facts = data["facts"].items()
+        lines.append("Facts: " + "; ".join(f"{one_line(key)}: {one_line(value)}" for key, value in facts))
     return lines
 
 
@@ -66,8 +73,8 @@ def memory_lines(episodes: list[dict[str, Any]]) -> list[str]:
     """
     rows = []
     for episode in episodes:
-        by = episode.get("sender_name") or episode.get("sender_id") or "unknown"
-        rows.append(f"- ({_day(episode.get('timestamp'))}) {by}: {episode.get('content', '')}")
+        by = one_line(episode.get("sender_name") or episode.get("sender_id") or "unknown")
+        rows.append(f"- ({_day(episode.get('timestamp'))}) {by}: {one_line(episode.get('content', ''))}")
     return rows
 
 
@@ -89,7 +96,7 @@ def render_blocks(
         blocks.append(SESSION_PROFILE_BLOCK + "\n" + "\n".join(lines))
     lines = profile_lines(speaker_profile)
     if lines:
-        who = speaker.get("name") or speaker.get("id")
+        who = one_line(speaker.get("name") or speaker.get("id"))
         blocks.append(f"[Speaker profile: {who}]\n" + "\n".join(lines))
     if episodes:
         blocks.append(memory_block(episodes))
@@ -125,8 +132,8 @@ def record_injection(
     """
     actor.require_bot(keys)
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
-    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
-    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
+    sender_id = validate_speaker(sender_id)
+    sender_name = validate_speaker(sender_name, "sender_name")
     found = retrieve(keys, query, top_k=top_k, speaker_id=sender_id or None)
     hits = found.hits
     session_profile, _ = get_profile(keys, PROFILE_SESSION)

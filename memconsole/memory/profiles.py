@@ -21,11 +21,11 @@ from .validation import (
     MAX_NOTES,
     MAX_PREFERENCES,
     MAX_PROFILE_NAME,
-    MAX_SENDER_CHARS,
     MAX_TRAITS,
     MAX_VERSION,
     clipped_text,
     text,
+    validate_speaker,
 )
 from .wording import Said, said
 
@@ -36,7 +36,7 @@ def profile_owner(profile_type: Any, sender_id: Any) -> tuple[str, str]:
     """(type, sender_id) of a profile, validated: a speaker profile needs a sender, a session one has none."""
     if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
         raise ValidationError("type must be 'session' or 'speaker'", field="type")
-    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS).strip()
+    sender_id = validate_speaker(sender_id)
     if profile_type == PROFILE_SPEAKER and not sender_id:
         raise ValidationError("a speaker profile needs sender_id", field="sender_id")
     if profile_type == PROFILE_SESSION:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -62,6 +63,17 @@ def is_utf8(value: str) -> bool:
 
 def is_episode_id(value: Any) -> bool:
     return isinstance(value, str) and EPISODE_ID.fullmatch(value) is not None
+
+
+def validate_speaker(value: Any, name: str = "sender_id") -> str:
+    """A speaker's id or name: text of at most MAX_SENDER_CHARS, trimmed (" u7 " is u7, as in
+    profiles, facts and the window, so erasure and speaker matching see one person), on one line:
+    a name is written into the headers of an injected prompt, so no line breaks or other control
+    characters."""
+    cleaned: str = text(value, name, MAX_SENDER_CHARS).strip()
+    if any(unicodedata.category(char) == "Cc" for char in cleaned):
+        raise ValidationError(f"{name} may not contain line breaks or other control characters", field=name)
+    return cleaned
 
 
 def text(value: Any, name: str, max_chars: int, required: bool = False) -> str:
@@ -148,11 +160,22 @@ def validate_datetime(value: Any, name: str) -> datetime | None:
     if not isinstance(value, datetime):
         raise ValidationError(f"{name} must be a date and time", field=name)
     aware: datetime = value.replace(tzinfo=UTC) if timezone.is_naive(value) else value
-    try:
-        aware.astimezone(UTC)  # stored and compared in UTC: 9999-12-31T23:00-05:00 has no UTC time
-    except (OverflowError, ValueError):
-        raise ValidationError(f"{name} is out of range", field=name) from None
+    if not in_time_range(aware):
+        raise ValidationError(f"{name} is out of range", field=name)
     return aware
+
+
+# The times memconsole stores: a day inside the calendar's ends, so that every time zone can show them.
+EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
+LATEST = datetime(9999, 12, 30, tzinfo=UTC)
+
+
+def in_time_range(aware: datetime) -> bool:
+    """Whether an aware time lies within EARLIEST..LATEST (9999-12-31T23:00-05:00 has no UTC time at all)."""
+    try:
+        return EARLIEST <= aware.astimezone(UTC) <= LATEST
+    except (OverflowError, ValueError):
+        return False
 
 
 def validate_top_k(value: Any) -> int:
@@ -255,11 +278,13 @@ def validate_new_episode(
 ) -> NewEpisode:
     """remember's inputs checked (`ValidationError` naming the field) and cleaned: content trimmed,
     importance clamped to 1-5 (then named in `adjusted`), timestamp now when absent."""
-    content = text(content, "content", max_content_chars(), required=True).strip()
+    content = text(
+        content.strip() if isinstance(content, str) else content, "content", max_content_chars(), required=True
+    )
     tags = validate_tags(tags)
     importance, importance_adjusted = clamp_importance(importance)
-    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS)
-    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS)
+    sender_id = validate_speaker(sender_id)
+    sender_name = validate_speaker(sender_name, "sender_name")
     timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
     kind = validate_kind(kind)

@@ -24,7 +24,7 @@ from .audit import Actor
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
-from .validation import MAX_SENDER_CHARS, max_content_chars, text, validate_datetime
+from .validation import MAX_SENDER_CHARS, max_content_chars, text, validate_datetime, validate_speaker
 from .wording import said
 
 MAX_WINDOW_SIZE = 200
@@ -108,7 +108,7 @@ def append_message(
     if role not in ROLES:
         raise ValidationError(f"role must be one of {', '.join(ROLES)}", field="role")
     content = text(content, "content", max_content_chars(), required=True)
-    sender_id = text(sender_id, "sender_id", MAX_SENDER_CHARS).strip()
+    sender_id = validate_speaker(sender_id)
     sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS).strip()
     when = validate_datetime(created_at, "created_at") or timezone.now()
     with transaction.atomic():

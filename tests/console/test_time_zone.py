@@ -80,3 +80,30 @@ def test_it_translates_the_time_zone_page_and_the_filter_labels(viewer_client, u
     assert "Desde (Europe/Paris)" in page and "Hasta (Europe/Paris)" in page
     zone_page = viewer_client.get(url("time_zone"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "使用此时区" in zone_page
+
+
+@pytest.mark.parametrize("filter_name", ["after", "before"])
+def test_it_refuses_a_filter_time_past_the_calendars_end_in_a_western_zone(viewer_client, url, timed, filter_name):
+    viewer_client.cookies["memconsole_browser_tz"] = "America%2FLos_Angeles"
+    for path in ("/audit/", url("audit", timed.pk), url("episodes", timed.pk)):
+        response = viewer_client.get(path, {filter_name: "9999-12-31T23:59"})
+        assert response.status_code == 400, path
+        assert "Enter a date and time between the years 1 and 9999." in response.content.decode()
+
+
+def test_it_refuses_an_event_time_at_the_calendars_start(operator_client, url, timed):
+    before = Episode.objects.count()
+    response = operator_client.post(
+        url("episode_add", timed.pk), {"content": "x", "importance": 2, "timestamp": "0001-01-01T00:00"}
+    )
+    assert response.status_code == 400 and Episode.objects.count() == before
+
+
+def test_it_shows_a_time_stored_at_the_calendars_start_in_any_zone(viewer_client, url, timed):
+    episode = Episode.objects.filter(scope_key=timed.scope_key).first()
+    Episode.objects.filter(pk=episode.pk).update(timestamp=datetime(1, 1, 1, 0, 30, tzinfo=UTC))  # an older row
+    viewer_client.cookies["memconsole_browser_tz"] = "Etc%2FGMT%2B12"
+    for path in (url("episode_detail", timed.pk, episode.episode_id), url("episodes", timed.pk, query="cursor=z")):
+        assert viewer_client.get(path).status_code in (200, 400), path
+    page = viewer_client.get(url("episode_detail", timed.pk, episode.episode_id)).content.decode()
+    assert "0001-01-01 00:30:00 UTC</time>" in page

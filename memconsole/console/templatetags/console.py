@@ -13,6 +13,8 @@ from django.utils.translation import gettext as _
 
 from memconsole.memory.models import Status
 
+from .. import timezones
+
 register = template.Library()
 
 
@@ -23,9 +25,13 @@ def timestamp(value: datetime | None) -> str:
     if not value:
         return format_html('<span class="muted">{}</span>', _("no time"))
     utc = value.astimezone(UTC)
-    title = utc.strftime("%Y-%m-%d %H:%M:%S UTC")
-    local = timezone.localtime(value)
-    text = local.strftime("%Y-%m-%d %H:%M:%S ") + (local.tzname() or timezone.get_current_timezone_name())
+    title = f"{utc.year:04d}" + utc.strftime("-%m-%d %H:%M:%S UTC")  # %Y leaves the year 1 unpadded
+    local = timezones.local(value)
+    text = (
+        f"{local.year:04d}"
+        + local.strftime("-%m-%d %H:%M:%S ")
+        + (local.tzname() or timezone.get_current_timezone_name())
+    )
     return format_html('<time datetime="{}" title="{}">{}</time>', utc.isoformat(), title, text)
 
 

@@ -47,6 +47,7 @@ HAS_NUL = gettext_noop("contains a NUL character")
 HAS_SURROGATE = gettext_noop("is not valid text (it holds a lone surrogate)")
 TOO_LONG = gettext_noop("is longer than %(max)s characters")
 NOT_A_TIME = gettext_noop("must be an ISO-8601 date and time")
+OUT_OF_RANGE = gettext_noop("%(value)s is out of range")
 
 # (kind, message): a value adjusted on the way in, reported as a warning.
 Note = tuple[str, str]
@@ -201,9 +202,12 @@ def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
     if isinstance(value, (int, float)):
         seconds = value / 1000 if value > 1e11 else value  # epoch milliseconds or seconds
         try:
-            return datetime.fromtimestamp(seconds, tz=UTC)
+            stamp = datetime.fromtimestamp(seconds, tz=UTC)
         except (OverflowError, OSError, ValueError):
             raise fail(where, name, gettext_noop("%(value)s is not a valid time"), value=f"{value!r:.40}") from None
+        if not validation.in_time_range(stamp):
+            raise fail(where, name, OUT_OF_RANGE, value=f"{value!r:.40}")
+        return stamp
     if not isinstance(value, str) or len(value) > 64:
         raise fail(where, name, NOT_A_TIME)
     stripped = value.strip()
@@ -217,10 +221,8 @@ def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:
         ) from None
     if timezone.is_naive(parsed):
         parsed = parsed.replace(tzinfo=UTC)
-    try:
-        parsed.astimezone(UTC)  # the database stores UTC: 9999-12-31T23:00-05:00 has no UTC time
-    except (OverflowError, ValueError):
-        raise fail(where, name, gettext_noop("%(value)s is out of range"), value=f"{value!r:.40}") from None
+    if not validation.in_time_range(parsed):
+        raise fail(where, name, OUT_OF_RANGE, value=f"{value!r:.40}")
     return parsed
 
 
