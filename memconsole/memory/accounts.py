@@ -146,13 +146,18 @@ def create_user(by: Any, username: str, password: str, role: str, bot_uuids: Ite
 
 
 def set_role(by: Any, user: User, role: str) -> bool:
-    """Give `user` exactly this console role. False when it already had it. Audited."""
+    """Give `user` exactly this console role. False when it already had it. Audited. Nobody
+    changes their own role (an admin demoting themselves would lose this screen at once)."""
     _require_change(by, user)
     role = _clean_role(role)
     with transaction.atomic():
         before = role_of(user)
         if before == role:
             return False
+        if user.pk == by.pk:
+            raise ValidationError(
+                said(gettext_noop("you cannot change your own role; another admin can")), field="role"
+            )
         _set_role_group(user, role)
         _record(
             "user_role",
@@ -178,6 +183,11 @@ def set_grants(by: Any, user: User, bot_uuids: Iterable[str]) -> bool:
         before = grants_of(user)
         if before == bots:
             return False
+        if user.pk == by.pk:
+            raise ValidationError(
+                said(gettext_noop("you cannot change the bots of your own account; another admin can")),
+                field="bot_uuids",
+            )
         _set_grant_rows(user, bots)
         summary = (
             said(gettext_noop("user %(user)s: bots %(bots)s"), user=repr(user.username), bots=", ".join(bots))
@@ -192,7 +202,7 @@ def set_active(by: Any, user: User, active: bool) -> bool:
     """Deactivate (no more logins, open sessions end) or reactivate `user`. False when unchanged. Audited."""
     _require_change(by, user)
     if not active and user.pk == by.pk:
-        raise ValidationError("you cannot deactivate your own account", field="active")
+        raise ValidationError(said(gettext_noop("you cannot deactivate your own account")), field="active")
     with transaction.atomic():
         if user.is_active == active:
             return False

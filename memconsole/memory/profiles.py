@@ -115,7 +115,7 @@ class ProfileChange:
     "preferences": [...]} (the oldest items dropped to make room), `adjusted` = inputs stored changed
     (["notes"] when notes were cut at the limit)."""
 
-    profile: Profile
+    profile: Profile | None  # None: there is no profile yet, and the change made none (an empty update)
     evicted: dict[str, list[str]] = field(default_factory=dict)
     adjusted: list[str] = field(default_factory=list)
 
@@ -138,7 +138,7 @@ def profile_change_answer(profile_type: str, sender_id: str, change: ProfileChan
     """The answer to a profile update: the profile after it, what a full profile evicted, what was cut."""
     row = change.profile
     return {
-        **profile_answer(profile_type, sender_id, row.payload, row),
+        **profile_answer(profile_type, sender_id, row.payload if row else EMPTY_PROFILE, row),
         "evicted": {"traits": change.evicted.get("traits", []), "preferences": change.evicted.get("preferences", [])},
         "adjusted": change.adjusted,
     }
@@ -209,7 +209,9 @@ def save_profile(
     return row
 
 
-def update_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any = "", **changes: Any) -> Profile:
+def update_profile(
+    keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any = "", **changes: Any
+) -> Profile | None:
     """`change_profile`, answering the stored profile only (for callers that need no report)."""
     return change_profile(keys, actor, profile_type, sender_id, **changes).profile
 
@@ -273,7 +275,7 @@ def change_profile(
             kind: items for kind, items in (("traits", evicted_traits), ("preferences", evicted_preferences)) if items
         }
         adjusted = ["notes"] if notes_cut else []
-        if row is not None and _unchanged(current, data):
+        if _unchanged(current, data):  # also for a profile not written yet: an empty update makes none
             return ProfileChange(row)  # it changes nothing: no new version, no audit entry (as for facts)
         report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
         row = save_profile(

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memconsole.api import site
-from memconsole.memory.models import AuditEntry, Episode
+from memconsole.memory.models import AuditEntry, Episode, Profile, ProfileVersion
 
 from .conftest import SCOPE_A, memory_rows
 
@@ -134,6 +134,15 @@ def test_it_answers_409_to_a_stale_if_version_and_changes_nothing(api):
     assert memory_rows() == before
     assert api.get("profile", SPEAKER).json()["name"] == "Alice"
     assert _update(api, set={"name": "Alicia"}, if_version=2)["version"] == 3
+
+
+@pytest.mark.parametrize("change", [{}, {"add_traits": []}, {"remove_traits": ["never had it"]}])
+def test_an_empty_update_makes_no_profile_and_a_guarded_writer_still_holds(api, change):
+    body = _update(api, **change)
+    assert (body["version"], body["updated_at"], body["traits"]) == (0, None, [])
+    profile_entries = AuditEntry.objects.filter(operation="profile_update")
+    assert not (Profile.objects.exists() or ProfileVersion.objects.exists() or profile_entries.exists())
+    assert _update(api, add_traits=["x"], if_version=0)["version"] == 1
 
 
 def test_it_refuses_an_if_version_that_is_no_version_number(api):

@@ -147,6 +147,18 @@ def test_it_refuses_to_deactivate_ones_own_account(admin_client_, url, admin_use
     assert admin_user.is_active
 
 
+def test_it_refuses_to_change_ones_own_role_or_bots(admin_client_, url, admin_user):
+    role_before, bots_before = accounts.role_of(admin_user), accounts.grants_of(admin_user)
+    response = admin_client_.post(url("user_role", admin_user.pk), {"role": VIEWER})
+    assert response.status_code == 400 and "you cannot change your own role" in response.content.decode()
+    response = admin_client_.post(url("user_grants", admin_user.pk), {"bot_uuids": "bot-a"})
+    assert response.status_code == 400 and "bots of your own account" in response.content.decode()
+    assert (accounts.role_of(admin_user), accounts.grants_of(admin_user)) == (role_before, bots_before)
+    assert admin_client_.get("/users/").status_code == 200
+    chinese = admin_client_.post(url("user_role", admin_user.pk), {"role": VIEWER}, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "你不能更改自己的角色" in chinese.content.decode()
+
+
 def test_it_lets_no_console_admin_change_a_superuser(admin_client_, url, superuser):
     page = admin_client_.get(url("user_detail", superuser.pk)).content.decode()
     assert "only a superuser may change it" in page and "Set role" not in page

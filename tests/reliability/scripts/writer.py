@@ -99,9 +99,11 @@ def main() -> None:
                     remove_traits=[last_trait] if last_trait else None,
                 )
                 last_trait = trait
+                assert row is not None  # a trait was added: the profile exists
                 speaker_acks.append(row.version)
             else:
                 row = profiles.update_profile(keys, actor, "session", notes=f"writer {index} at operation {number}")
+                assert row is not None
                 session_acks.append(row.version)
             counts[operation] = counts.get(operation, 0) + 1
         except Exception as exc:  # reported, and the test fails on any
