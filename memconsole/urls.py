@@ -22,6 +22,7 @@ urlpatterns = [
     path("accounts/password_change/done/", account_views.password_change_done, name="password_change_done"),
     path("i18n/", include("django.conf.urls.i18n")),
     path("mcp", mcp_views.endpoint, name="mcp"),  # the MCP server (Streamable HTTP), bot tokens
+    path("mcp/", mcp_views.endpoint),  # as a client may spell it (not the console's HTML 404)
     path("api/v1/", include("memconsole.api.urls")),
     re_path(r"^api(/|$)", api_views.not_found),  # JSON 404 for every other /api path
     path("", include("memconsole.console.urls")),

@@ -142,13 +142,21 @@ class StrictJSONParser(Parser):
 
 
 def _validate(
-    model: type[pydantic.BaseModel], request: HttpRequest, raw: dict[str, Any], data: Any, depth: int = 1
+    model: type[pydantic.BaseModel],
+    request: HttpRequest,
+    raw: dict[str, Any],
+    data: Any,
+    depth: int = 1,
+    *,
+    scoped: bool = True,
 ) -> Any:
+    """`model` checks `data`; a 422 of a scoped request (one that names a chat, unlike a bot's list
+    of sessions) is preceded by the scope's own refusal, if any."""
     try:
         return model.model_validate(data, context={"request": request})
     except pydantic.ValidationError as exc:
         error = refusal(exc, depth=depth)  # `depth`: the view's parameter, when it wraps the body
-        if error.status == 422 and error.field not in SCOPE_FIELDS:
+        if error.status == 422 and error.field not in SCOPE_FIELDS and scoped:
             scope_for(request, *(raw.get(name) for name in SCOPE_FIELDS))  # 422 or 403 first, as before
         raise error from None
 
@@ -157,7 +165,9 @@ class StrictBodyModel(BodyModel):
     @classmethod
     def resolve(cls, request: HttpRequest, api: NinjaAPI, path_params: dict[str, Any]) -> Any:
         raw = api.parser.parse_body(request)
-        return _validate(cls, request, raw, {cls.__read_from_single_attr__: raw})
+        body = cls.model_fields[cls.__read_from_single_attr__].annotation
+        scoped = "session_name" in getattr(body, "model_fields", SCOPE_FIELDS)  # a body that is no model: scoped
+        return _validate(cls, request, raw, {cls.__read_from_single_attr__: raw}, scoped=scoped)
 
 
 def chosen_schema(field: FieldInfo, raw: dict[str, Any]) -> type[pydantic.BaseModel]:
@@ -194,7 +204,7 @@ class StrictQueryModel(QueryModel):
         unknown = sorted(set(raw) - set(known))
         if unknown:
             raise ApiError(400, "unknown_field", f"unknown field {unknown[0]!r}"[:200], unknown[0][:200])
-        return _validate(cls, request, raw, cls._map_data_paths(raw))
+        return _validate(cls, request, raw, cls._map_data_paths(raw), scoped="session_name" in known)
 
 
 class JsonBody(NinjaParam):  # type: ignore[misc]

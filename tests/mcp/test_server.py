@@ -221,11 +221,11 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def _post(url: str, body: Any, secret: str | None = None, **headers: str) -> httpx.Response:
+def _post(url: str, body: Any, secret: str | None = None, path: str = "/mcp", **headers: str) -> httpx.Response:
     if secret:
         headers["Authorization"] = f"Bearer {secret}"
     return httpx.post(
-        f"{url}/mcp",
+        f"{url}{path}",
         json=body,
         headers={"Accept": "application/json, text/event-stream", "MCP-Protocol-Version": "2025-11-25", **headers},
         timeout=60,
@@ -316,6 +316,12 @@ def test_it_answers_a_transport_refusal_as_a_json_rpc_error(live_server, token):
     response = _post(live_server.url, CALL, token[1], **{"Content-Type": "text/plain"})
     assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
     assert "Content-Type" in response.json()["error"]["message"], response.text
+
+
+def test_it_answers_at_the_path_with_a_trailing_slash_too(live_server, token):
+    listed = _post(live_server.url, {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, token[1], path="/mcp/")
+    assert listed.status_code == 200 and listed.headers["Content-Type"].startswith("application/json")
+    assert "remember" in {tool["name"] for tool in listed.json()["result"]["tools"]}
 
 
 def test_it_never_holds_a_worker_with_an_event_stream(live_server, token):
