@@ -63,7 +63,8 @@ def keyset_page(
         chunk = _merged(parts, {f"{field}__gt": int(cursor[1:])}, field, limit + 1, descending=False)
         has_newer = len(chunk) > limit
         items = list(reversed(chunk[:limit]))
-        has_older = True
+        # Coming back from an older page there is one, but a cursor is only a number: look (one row).
+        has_older = bool(items) and bool(_merged(parts, {f"{field}__lt": getattr(items[-1], field)}, field, 1, True))
     else:
         after = {f"{field}__lt": int(cursor[1:])} if cursor else {}
         chunk = _merged(parts, after, field, limit + 1, descending=True)

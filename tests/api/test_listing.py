@@ -9,7 +9,7 @@ import pytest
 
 from memconsole.memory import episodes
 from memconsole.memory.audit import Actor
-from memconsole.memory.models import AuditEntry
+from memconsole.memory.models import AuditEntry, Episode
 from memconsole.memory.scopes import derive_scope
 
 from .conftest import SCOPE_A, SCOPE_B
@@ -34,6 +34,14 @@ def test_it_lists_a_chats_episodes_newest_first_in_pages(api):
     rest = api.get("episodes", {**SCOPE_A, "limit": 10, "cursor": body["next_cursor"]}).json()
     assert [e["episode_id"] for e in rest["episodes"]] == [ids[2], ids[1], ids[0]]
     assert rest["next_cursor"] is None
+
+
+def test_a_newer_page_that_reaches_the_oldest_episode_is_the_last(api):
+    ids = [remember(api, f"memory number {n}") for n in range(2)]
+    oldest = Episode.objects.order_by("id").first().pk
+    body = api.get("episodes", {**SCOPE_A, "limit": 2, "cursor": f"b{oldest - 1}"}).json()
+    assert [e["episode_id"] for e in body["episodes"]] == [ids[1], ids[0]]
+    assert body["next_cursor"] is None  # nothing older: an empty page would follow
 
 
 def test_the_list_holds_only_this_chat_and_the_status_asked(api, api_b, token_a):
