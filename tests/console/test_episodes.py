@@ -135,6 +135,15 @@ def test_it_shows_each_query_its_own_filter_values(viewer_client, url, light_sco
     assert 'name="tag" value="alpha"' in page and "Filtros (1 en uso)" in page
 
 
+def test_it_never_shows_one_readers_time_zone_in_anothers_cached_filters(client_for, url, light_scope, viewer):
+    episodes_url = url("episodes", light_scope.pk)
+    far_east, utc = client_for(viewer), client_for(viewer)
+    far_east.cookies["memconsole_browser_tz"] = "Pacific%2FKiritimati"
+    assert "From (Pacific/Kiritimati)" in page_text(far_east.get(episodes_url, {"tag": "cachetest"}))
+    page = page_text(utc.get(episodes_url, {"tag": "cachetest"}))
+    assert "From (UTC)" in page and "Kiritimati" not in page
+
+
 def test_it_labels_the_controls_with_the_agreed_names(operator_client, admin_client_, url, scope, keys):
     plain_episodes(keys, 30)
     page = page_text(admin_client_.get(url("episodes", scope.pk), {"limit": 10}))

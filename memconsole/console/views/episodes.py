@@ -11,6 +11,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
@@ -80,13 +81,14 @@ def _results(request: ConsoleRequest, keys: ScopeKeys, form: forms.EpisodeFilter
 
 
 def _filters_cache_key(request: ConsoleRequest, scope: Scope, form: forms.EpisodeFilterForm) -> str | None:
-    """What the rendered filter form depends on: the scope, the language and the query without its
-    cursor (so every page of one listing shares it). None when the form shows errors: not cached."""
+    """What the rendered filter form depends on: the scope, the language, the time zone its labels
+    name and the query without its cursor (so every page of one listing shares it). None when the
+    form shows errors: not cached."""
     if form.errors:
         return None
     query = request.GET.copy()
     query.pop("cursor", None)
-    return f"{scope.pk}|{get_language()}|{query.urlencode()}"
+    return f"{scope.pk}|{get_language()}|{timezone.get_current_timezone_name()}|{query.urlencode()}"
 
 
 @require_GET
