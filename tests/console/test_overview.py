@@ -169,6 +169,13 @@ def test_it_opens_a_new_chat_of_a_shared_memory_for_an_operator_and_audits_it(op
     assert entry.actor == "user:operator" and entry.scope_key == "bot-a:group_9"
 
 
+def test_a_refused_space_keeps_the_list_of_spaces_on_the_page(viewer_client, url, light_scope):
+    response = viewer_client.post(url("scope_open"), {"bot_uuid": "x", "session_name": "", "isolation": "session"})
+    page = response.content.decode()
+    assert response.status_code == 400 and "No memory spaces yet" not in page
+    assert f'href="{url("episodes", light_scope.pk)}"' in page
+
+
 def test_it_opens_a_known_space_without_writing(viewer_client, url, light_scope):
     before = AuditEntry.objects.count()
     response = viewer_client.post(

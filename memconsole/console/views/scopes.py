@@ -65,7 +65,9 @@ def scope_open(request: ConsoleRequest) -> HttpResponse:
     audited; a space with nothing stored gets no row: its page offers to add the first episode."""
     derive = forms.DeriveForm(request.POST)
     if not derive.is_valid():
-        context: dict[str, Any] = {"search": forms.ScopeSearchForm(), "derive": derive, "page": None, "derived": None}
+        search = forms.ScopeSearchForm({})
+        page = _scope_page(request, search) if search.is_valid() else None  # the list stays as it was
+        context: dict[str, Any] = {"search": search, "derive": derive, "page": page, "derived": None}
         context.update(user_permissions(request.user))
         return render_screen(request, "console/overview.html", "console/_derive.html", context, 400)
     keys = derive.cleaned_data["keys"]
