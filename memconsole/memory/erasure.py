@@ -56,6 +56,7 @@ from .injection import MEMORIES_BLOCK, memory_block
 from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .paging import chunks
 from .reports import Report
+from .scopes import RESERVED_BOT_UUID
 from .validation import MAX_SENDER_CHARS
 from .wording import said
 
@@ -99,9 +100,7 @@ class ErasureReport(Report):
             + (f"; {self.facts} facts and {self.messages} window messages" if self.facts or self.messages else "")
             + (f"; {verb} {self.import_files} kept import files" if self.import_files else "")
         )
-        if not self.dry_run:
-            text += f"; {self.collections_rebuilt} vector collections rebuilt"
-        return text
+        return text + ("" if self.dry_run else f"; {self.collections_rebuilt} vector collections rebuilt")
 
 
 def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
@@ -120,9 +119,8 @@ def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
 
 
 def _scope_key_in_bot(bot_uuid: str, field: str = "scope_key") -> Q:
-    """Rows whose scope_key (`<bot>:<session>`; or another field holding one, such as an audit
-    chain) belongs to one bot ('' = every bot). Compared exactly, not with `startswith`: its LIKE
-    ignores case on SQLite, and `rt-case-bot` would reach `RT-CASE-BOT`'s rows."""
+    """Rows whose scope_key (`<bot>:<session>`, or another field holding one) belongs to one bot ('' = every
+    bot). Compared exactly: `startswith`'s LIKE ignores case on SQLite (`rt-case-bot` reaching `RT-CASE-BOT`)."""
     if not bot_uuid:
         return Q()
     prefix = f"{bot_uuid}:"
@@ -377,6 +375,8 @@ def _receipt_and_journal(
     receipt = audit.append(
         "erase_subject",
         actor,
+        # One bot's erasure is that bot's (user key): an admin limited to it reads the receipt.
+        user_key=f"{RESERVED_BOT_UUID}:{bot_uuid}" if bot_uuid else "",
         target_type="subject",
         target_id=audit.ERASED_PREFIX + report.subject_digest,
         summary=said(

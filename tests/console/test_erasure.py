@@ -18,6 +18,7 @@ from .conftest import htmx
 
 pytestmark = pytest.mark.django_db
 
+ERASE_U7_IN_B = {"sender_id": "u7", "bot_uuid": "bot-b", "confirmation": "u7"}
 TABLES = (Episode, Profile, ProfileVersion, AuditEntry, InjectionSnapshot)
 
 
@@ -171,6 +172,15 @@ def test_it_names_no_speaker_of_a_bot_outside_a_granted_admins_bots(granted_admi
     response = granted_admin_client.post(url(name), data)
     assert response.status_code == 404
     assertNotContains(response, "secret-x1", status_code=404)
+
+
+def test_a_granted_admin_reads_the_receipt_of_their_own_erasure(granted_admin_client, url, speaker_in_two_bots):
+    response = follow_job(granted_admin_client, granted_admin_client.post(url("erasure_run"), ERASE_U7_IN_B))
+    assert response.status_code == 200
+    receipt = AuditEntry.objects.get(operation="erase_subject")
+    page = granted_admin_client.get("/audit/", {"operation": "erase_subject"}).content.decode()
+    assert "erased a person: 1 episodes, 0 profiles" in page
+    assert receipt.chain == "" and verify_audit_chain().ok
 
 
 def test_it_lets_a_granted_admin_count_within_a_granted_bot(granted_admin_client, url, speaker_in_two_bots):
