@@ -24,11 +24,12 @@ from .audit import Actor
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
-from .validation import MAX_SENDER_CHARS, max_content_chars, text, validate_datetime, validate_speaker
+from .validation import max_content_chars, text, validate_datetime, validate_speaker
 from .wording import said
 
 MAX_WINDOW_SIZE = 200
 ROLES = ("user", "assistant", "system", "tool")
+CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of this server a bot's clock may be
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,8 @@ def append_message(
         raise ValidationError(f"role must be one of {', '.join(ROLES)}", field="role")
     content = text(content, "content", max_content_chars(), required=True)
     sender_id = validate_speaker(sender_id)
-    sender_name = text(sender_name, "sender_name", MAX_SENDER_CHARS).strip()
-    when = validate_datetime(created_at, "created_at") or timezone.now()
+    sender_name = validate_speaker(sender_name, "sender_name")
+    when = _message_time(created_at)
     with transaction.atomic():
         register_scope(keys)
         row = WindowMessage(
@@ -126,6 +127,19 @@ def append_message(
         row.save()
         trim(keys.scope_key, window_size(keys.bot_uuid))
     return _message(row)
+
+
+def _message_time(created_at: Any) -> datetime:
+    """A new message's time: now by default; never in the future (it would stay the newest for
+    good and push every real message out) nor past retention (it would be dropped as it is kept)."""
+    now = timezone.now()
+    when = validate_datetime(created_at, "created_at") or now
+    if when > now + CLOCK_SKEW:
+        raise ValidationError("created_at is in the future", field="created_at")
+    days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
+    if days and when < now - timedelta(days=days):
+        raise ValidationError(f"created_at is older than the window keeps messages ({days} days)", field="created_at")
+    return when
 
 
 def trim(scope_key: str, size: int) -> int:

@@ -155,10 +155,24 @@ def test_message_contents_are_sealed(api, settings):
 
 
 def test_old_messages_fall_out_by_retention(api, settings):
-    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 30
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 0  # kept for good, until retention is turned on
     say(api, "user", "long ago", created_at="2020-01-01T00:00:00Z")
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 30
     say(api, "user", "today")
     assert [m["content"] for m in api.get("messages", SCOPE_A).json()["messages"]] == ["today"]
+
+
+@pytest.mark.parametrize(
+    ("created_at", "reason"),
+    [("2020-01-01T00:00:00Z", "older than the window keeps messages (30 days)"), ("9999-01-01T00:00:00Z", "future")],
+)
+def test_a_message_the_window_would_not_keep_as_sent_is_refused(api, settings, created_at, reason):
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 30
+    say(api, "user", "now")
+    refused = api.post("messages", {**SCOPE_A, "role": "user", "content": "odd", "created_at": created_at})
+    assert refused.status_code == 422 and reason in refused.json()["error"]["message"], refused.content
+    assert refused.json()["error"]["field"] == "created_at"
+    assert [m["content"] for m in api.get("messages", SCOPE_A).json()["messages"]] == ["now"]
 
 
 def test_inject_brings_the_speakers_facts_and_on_request_the_window(api):
