@@ -4,6 +4,7 @@ its speaker in one action, add an episode with source `console`."""
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 
@@ -206,3 +207,19 @@ def test_saving_again_after_a_conflict_keeps_their_change_to_fields_i_left_alone
     assert operator_client.post(url("episode_edit", scope.pk, tea.episode_id), data).status_code == 302
     tea.refresh_from_db()
     assert (tea.content, tea.tags, tea.importance, tea.version) == ("I prefer oolong", ["drink", "tea"], 4, 2)
+
+
+def test_saving_again_after_a_conflict_keeps_their_new_event_time(operator_client, url, scope, keys, tea, system):
+    shown = tea.timestamp.strftime("%Y-%m-%dT%H:%M")  # the input as the form was rendered (UTC here)
+    stale = _form(tea, content="I prefer oolong", timestamp=shown)
+    theirs = datetime(2020, 5, 5, 5, 5, 30, tzinfo=UTC)
+    editing.edit_episode(keys, system, tea.episode_id, timestamp=theirs)
+
+    response = operator_client.post(url("episode_edit", scope.pk, tea.episode_id), stale)
+    assert response.status_code == 409
+    page = response.content.decode()
+    assert 'value="2020-05-05T05:05"' in page and "2020-05-05 05:05 UTC" in page  # their time, readable
+    again = dict(stale, timestamp=re.search(r'name="timestamp" value="([^"]*)"', page).group(1), version="1")
+    assert operator_client.post(url("episode_edit", scope.pk, tea.episode_id), again).status_code == 302
+    tea.refresh_from_db()
+    assert (tea.content, tea.timestamp, tea.version) == ("I prefer oolong", theirs, 2)

@@ -122,3 +122,22 @@ def test_it_explains_a_conflict_in_the_language_of_the_request(operator_client, 
     )
     spanish = operator_client.post(edit, {**EDIT, "version": "1"}, HTTP_ACCEPT_LANGUAGE="es")
     assert "Sus cambios de la versión 1 a la versión 2:" in spanish.content.decode()
+
+
+def test_saving_again_after_a_conflict_keeps_their_change_to_fields_i_left_alone(
+    operator_client, url, light_scope, keys, alice
+):
+    # I read version 1 (name Alice, trait curious, no notes) and add a trait; meanwhile they wrote notes.
+    profile(keys, "u1", name="Alice", traits=["curious"], notes="Their notes about Alice")
+    mine = {"sender_id": "u1", "name": "Alice", "traits": "curious\r\npatient", "preferences": "", "notes": ""}
+
+    response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), {**mine, "version": "1"})
+
+    assert response.status_code == 409
+    page = response.content.decode()
+    assert "Their notes about Alice</textarea>" in page and "curious\r\npatient</textarea>" in page
+    form = {name: re.search(rf'name="{name}"[^>]*>([^<]*)</textarea>', page, re.S) for name in ("traits", "notes")}
+    again = {**mine, "version": "2", **{name: match.group(1).lstrip("\n") for name, match in form.items()}}
+    assert operator_client.post(url("profile_edit", light_scope.pk, "speaker"), again).status_code == 302
+    data, row = get_profile(keys, "speaker", "u1")
+    assert (row.version, data["traits"], data["notes"]) == (3, ["curious", "patient"], "Their notes about Alice")

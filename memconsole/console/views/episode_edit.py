@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
+from django import forms
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
@@ -20,6 +22,7 @@ from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import Episode, Scope
 from memconsole.memory.scopes import ScopeKeys
 
+from .. import timezones
 from ..access import ConsoleRequest, scope_view
 from ..episode_forms import EpisodeForm, SpeakerForm
 from ..screens import render_screen, scope_context, wants_fragment
@@ -89,8 +92,9 @@ def _conflict_lines(keys: ScopeKeys, episode: Episode, read: int) -> list[dict[s
         {
             **change,
             "label": FIELD_LABELS.get(change["field"], change["field"]),
-            "before": _shown(change["before"]),
-            "after": _shown(change["after"]),
+            "recorded": change["before"],  # as stored, for comparing with the posted form
+            "before": _shown(change["before"], change["field"]),
+            "after": _shown(change["after"], change["field"]),
         }
         for change in editing.changes_since(keys, episode.episode_id, read)
     ]
@@ -103,8 +107,24 @@ def _same(posted: str, recorded: Any) -> bool:
     return posted.strip() == str(recorded if recorded is not None else "").strip()
 
 
-def _shown(value: Any) -> Any:
-    """A recorded value as the form spells it (tags comma-separated)."""
+def _same_time(posted: str, recorded: Any) -> bool:
+    """Whether a posted event time (in the console's zone, to the minute) is a recorded one (ISO)."""
+    try:
+        typed = EpisodeForm.base_fields["timestamp"].clean(posted)
+        stored = datetime.fromisoformat(str(recorded))
+    except (forms.ValidationError, ValueError):
+        return False
+    return bool(typed) and typed == stored.replace(second=0, microsecond=0)
+
+
+def _shown(value: Any, field: str) -> Any:
+    """A recorded value as the form spells it (tags comma-separated, an event time in the console's zone)."""
+    if field == "timestamp" and value:
+        try:
+            stamp = timezones.local(datetime.fromisoformat(str(value)))
+        except ValueError:
+            return value
+        return f"{stamp.year:04d}" + stamp.strftime("-%m-%d %H:%M ") + (stamp.tzname() or "")
     return ", ".join(str(item) for item in value) if isinstance(value, list) else value
 
 
@@ -171,7 +191,10 @@ def _conflict(
     current_values = EpisodeForm.initial_from(episode)
     for line in lines:
         name = line["field"]
-        if name != "timestamp" and name in current_values and _same(data.get(name, ""), line["before"]):
+        if name == "timestamp":
+            if _same_time(data.get(name, ""), line["recorded"]) and current_values[name]:
+                data[name] = current_values[name].strftime("%Y-%m-%dT%H:%M")  # as the input spells it
+        elif name in current_values and _same(data.get(name, ""), line["before"]):
             data[name] = str(current_values[name])
     form = EpisodeForm(data)
     form.is_valid()

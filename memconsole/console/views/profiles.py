@@ -207,17 +207,29 @@ def _conflict(
 ) -> HttpResponse:
     """409: someone saved the profile since this form was rendered. Show their change (the version
     read against the current one) and the admin's own edit, now based on the current version, so
-    that saving again re-applies it knowingly."""
+    that saving again re-applies it knowingly: a field the admin left as they read it takes the
+    current value, so saving again keeps the other change there."""
     profile, row = get_profile(keys, *owner)
     earlier = queries.profile_versions(row, [read]).get(read) if row and read else None
-    changes = _diff_lines(earlier.payload if earlier else EMPTY_PROFILE, profile)
+    read_data = earlier.payload if earlier else EMPTY_PROFILE
+    changes = _diff_lines(read_data, profile)
     data = request.POST.copy()
     data["version"] = str(current)
+    as_read = forms.ProfileForm.initial_from(read_data, owner[1])
+    as_now = forms.ProfileForm.initial_from(profile, owner[1])
+    for name in ("name", "traits", "preferences", "notes"):
+        if _same_text(data.get(name, ""), as_read[name]):
+            data[name] = as_now[name]
     edit_form = forms.ProfileForm(data)
     edit_form.is_valid()  # valid (it was): bound, so the admin's values are shown again
     conflict = {"read": read, "current": current, "lines": changes}
     context = _profile_context(request, scope, keys, owner, edit_form=edit_form, conflict=conflict)
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 409)
+
+
+def _same_text(posted: str, read: str) -> bool:
+    """Whether a posted field says what the version read did (line ends and outer blanks aside)."""
+    return posted.replace("\r\n", "\n").strip() == read.replace("\r\n", "\n").strip()
 
 
 @require_POST
