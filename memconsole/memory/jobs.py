@@ -28,7 +28,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, models, transaction
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from .audit import Actor
@@ -148,9 +148,11 @@ def get_for(job_id: Any, actor: Actor) -> Job:
 
 
 def recent_for(actor: Actor, limit: int = 20) -> list[Job]:
+    """The newest jobs `actor` may see (`get_for`): all, or those of its bots and its own."""
     jobs = Job.objects.all()
     if actor.bot_uuids is not None:
-        jobs = jobs.filter(bot_uuid__in=sorted(actor.bot_uuids)).exclude(bot_uuid="")
+        own = Q(actor__type=actor.type, actor__name=actor.name)
+        jobs = jobs.filter((Q(bot_uuid__in=sorted(actor.bot_uuids)) & ~Q(bot_uuid="")) | own)
     return list(jobs.order_by("-created_at")[:limit])
 
 

@@ -8,6 +8,8 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.asserts import assertContains, assertNotContains
 
+from memconsole.memory import jobs
+from memconsole.memory.audit import Actor
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, HealthRun, Scope
 from tests.jobs.work import follow_job, job_location, run_queued_jobs
 
@@ -191,6 +193,25 @@ def test_it_answers_an_htmx_health_run_with_the_job_fragment(operator_client, ur
     assert response.status_code == 200 and html.lstrip().startswith('<div id="job"') and "<html" not in html
     assertContains(response, "Back to Diagnostics")
     assert not run_queued_jobs()
+
+
+def test_it_offers_each_user_only_the_buttons_and_jobs_they_may_use(client_for, operator, viewer_client, url):
+    BotGrant.objects.create(user=operator, bot_uuid="bot-b")  # an operator limited to one bot
+    limited = client_for(operator)
+    assert follow_job(limited, limited.post(url("diagnostics_run"))).status_code == 200  # their own health run
+    system = Actor.system("tests")
+    checked = jobs.create(jobs.HEALTH, scope="", bot_uuid="bot-b", actor=system, params={})
+    imported = jobs.create(jobs.IMPORT, scope="", bot_uuid="bot-b", actor=system, params={})
+
+    page = limited.get(url("diagnostics")).content.decode()
+    assert "Run health check</button>" in page
+    for install_wide in ("Repair the search index", "Finish a switch of embedding model now", "Re-encrypt"):
+        assert install_wide not in page, install_wide
+    assert page.count('href="/jobs/') == 2 and f'href="/jobs/{checked.pk}/"' in page  # and their own (no bot)
+    assert f'href="/jobs/{imported.pk}/"' not in page  # an operator may not open an import
+    viewer_page = viewer_client.get(url("diagnostics")).content.decode()
+    assert f'href="/jobs/{imported.pk}/"' not in viewer_page  # a viewer may not open an import job
+    assert viewer_client.get(f"/jobs/{imported.pk}/").status_code == 403
 
 
 def test_it_refuses_the_health_check_run_to_a_viewer(viewer_client, url):

@@ -15,7 +15,7 @@ from memconsole.memory import jobs, queries, roles
 from .. import forms
 from ..access import ConsoleRequest, console_view, scope_from_query
 from ..screens import bad_request, render_screen, user_permissions
-from .jobs import busy, started
+from .jobs import KIND_PERMISSIONS, busy, started
 
 HEALTH_HISTORY = 20
 RECENT_JOBS = 10
@@ -27,7 +27,13 @@ def _diagnostics_context(request: ConsoleRequest, cursor: str | None = None) -> 
         "runs": queries.health_run_page(cursor, HEALTH_HISTORY),
         "scope": scope_from_query(request),
         "tab": "diagnostics",
-        "recent_jobs": jobs.recent_for(request.actor, RECENT_JOBS),
+        # The jobs this user may open (a viewer is not shown an import it would get a 403 for).
+        "recent_jobs": [
+            job
+            for job in jobs.recent_for(request.actor, RECENT_JOBS * 3)
+            if request.user.has_perm(KIND_PERMISSIONS.get(job.kind, roles.USERS))
+        ][:RECENT_JOBS],
+        "all_bots": request.actor.bot_uuids is None,  # the install-wide repairs are theirs to start
         **user_permissions(request.user),
     }
 
