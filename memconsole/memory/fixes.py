@@ -7,12 +7,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 from . import editing, episodes
 from .audit import Actor
 from .errors import ValidationError
 from .models import Episode, InjectionSnapshot
 from .scopes import ScopeKeys
 from .validation import MIN_IMPORTANCE, text
+from .wording import said
 
 ARCHIVE, LOWER = "archive", "lower_importance"
 ACTIONS = (ARCHIVE, LOWER)
@@ -50,15 +53,19 @@ def fix_from_snapshot(
         raise ValidationError(f"unknown fix {action!r} (use {', '.join(ACTIONS)})", field="action")
     why = text(reason, "reason", MAX_REASON_CHARS).strip()
     if not why:
-        raise ValidationError("say why the memory is wrong: the reason goes into the audit log", field="reason")
+        raise ValidationError(
+            said(gettext_noop("say why the memory is wrong: the reason goes into the audit log")), field="reason"
+        )
     if episode_id not in injected_ids(snapshot):
-        raise ValidationError("that memory was not injected by this snapshot", field="episode_id")
+        raise ValidationError(said(gettext_noop("that memory was not injected by this snapshot")), field="episode_id")
     note = {"reason": why, "from_snapshot": snapshot.snapshot_id}
     episode = episodes.get_episode(keys, episode_id)  # NotFound when deleted since
     if action == ARCHIVE:
         changed = episodes.archive(keys, actor, [episode_id], note=note)
         return Fix(changed[0] if changed else episode, action, why)
     if episode.importance <= MIN_IMPORTANCE:
-        raise ValidationError("this memory already has the lowest importance; archive it instead", field="action")
+        raise ValidationError(
+            said(gettext_noop("this memory already has the lowest importance; archive it instead")), field="action"
+        )
     edit = editing.edit_episode(keys, actor, episode_id, importance=episode.importance - 1, note=note)
     return Fix(edit.episode, action, why)

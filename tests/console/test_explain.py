@@ -120,3 +120,23 @@ def test_a_fix_needs_a_reason_an_injected_memory_and_the_right_role(
     )
     target.refresh_from_db()
     assert target.status == "active"
+
+
+def test_a_refused_fix_keeps_the_page_and_what_was_typed(operator_client, url, scope, made, keys, system):
+    target = trip(keys)
+    editing.edit_episode(keys, system, target.episode_id, importance=1)
+    fix_url = url("snapshot_fix", scope.pk, made.snapshot.snapshot_id)
+    reason = "a rumour from the coffee machine"
+
+    response = operator_client.post(
+        fix_url, {"episode_id": target.episode_id, "action": "lower_importance", "reason": reason}
+    )
+
+    page = response.content.decode()
+    assert response.status_code == 400 and "Fix a memory this answer used" in page  # the snapshot's own page
+    assert "already has the lowest importance; archive it instead" in page and 'id="fix-error"' in page
+    assert f'value="{reason}"' in page and '<option value="lower_importance" selected>' in page
+    too_long = operator_client.post(
+        fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": "x" * 501}
+    )
+    assert too_long.status_code == 400 and "Fix a memory this answer used" in too_long.content.decode()

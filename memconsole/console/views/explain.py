@@ -12,12 +12,14 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from memconsole.memory import fixes, queries, replay, roles
+from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import InjectionSnapshot, Scope
 from memconsole.memory.scopes import ScopeKeys
 
 from ..access import ConsoleRequest, scope_view
 from ..explain_forms import SnapshotFixForm
-from ..screens import bad_request, render_screen, scope_context
+from ..screens import render_screen, scope_context
+from .injection import snapshot_screen
 
 
 def _snapshot(keys: ScopeKeys, snapshot_id: str) -> InjectionSnapshot:
@@ -42,11 +44,23 @@ def snapshot_fix(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapsho
     snapshot = _snapshot(keys, snapshot_id)
     form = SnapshotFixForm(request.POST)
     if not form.is_valid():
-        return bad_request(request, _("Choose a fix and say why the memory is wrong."))
+        why = next(iter(form.errors.get("reason", [])), _("Choose a fix and say why the memory is wrong."))
+        return _fix_refused(request, scope, keys, snapshot, str(why))
     data = form.cleaned_data
-    fix = fixes.fix_from_snapshot(keys, request.actor, snapshot, data["episode_id"], data["action"], data["reason"])
+    try:
+        fix = fixes.fix_from_snapshot(keys, request.actor, snapshot, data["episode_id"], data["action"], data["reason"])
+    except MemoryValidationError as exc:
+        return _fix_refused(request, scope, keys, snapshot, exc.in_language())
     if fix.action == fixes.ARCHIVE:
         messages.success(request, _("Archived: the bot will not use this memory again until it is restored."))
     else:
         messages.success(request, _("Its importance is now %(importance)d.") % {"importance": fix.episode.importance})
     return redirect(reverse("console:injection_detail", args=[scope.pk, snapshot.snapshot_id]) + "#fix-heading")
+
+
+def _fix_refused(
+    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapshot: InjectionSnapshot, why: str
+) -> HttpResponse:
+    """400: the snapshot's page again, the reason at the memory's fix form, what was typed kept."""
+    posted = {name: request.POST.get(name, "") for name in ("episode_id", "action", "reason")}
+    return snapshot_screen(request, scope, keys, snapshot, 400, fix_error={**posted, "message": why})

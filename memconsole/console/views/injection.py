@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
 from memconsole.memory import injection as injections
 from memconsole.memory import queries
-from memconsole.memory.models import Scope
+from memconsole.memory.models import InjectionSnapshot, Scope
 from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
@@ -34,6 +36,21 @@ def injection_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, sna
     snapshot = queries.find_snapshot(keys, snapshot_id)
     if snapshot is None:
         raise Http404("No such injection snapshot in this memory space.")
+    return snapshot_screen(request, scope, keys, snapshot)
+
+
+def snapshot_screen(
+    request: ConsoleRequest,
+    scope: Scope,
+    keys: ScopeKeys,
+    snapshot: InjectionSnapshot,
+    status: int = 200,
+    fix_error: dict[str, Any] | None = None,
+) -> HttpResponse:
+    """A snapshot's page; `fix_error` (a refused fix: its episode, action, reason and why) is shown
+    at that memory's fix form with what was typed."""
     decision = injections.explain_snapshot(keys, snapshot)  # injected beside near misses
-    context = scope_context(request, scope, keys, "injection", snapshot=snapshot, decision=decision)
-    return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context)
+    context = scope_context(
+        request, scope, keys, "injection", snapshot=snapshot, decision=decision, fix_error=fix_error or {}
+    )
+    return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context, status)
