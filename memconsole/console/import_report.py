@@ -4,6 +4,7 @@ item, how many were not listed, and the memory spaces it wrote to (for links).""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.utils.translation import gettext, gettext_lazy
 
@@ -46,3 +47,15 @@ def targets(report: dict[str, Any] | None) -> list[Scope]:
     return queries.registered_scopes(
         (item.get("scope_key"), item.get("isolation")) for item in report.get("scopes", [])
     )
+
+
+# What `?format=…&bot_uuid=…` may fill in on the import form (a job page's "import again" link):
+# the form's own fields but the file, which a browser never lets a page choose.
+AGAIN_FIELDS = ("format", "bot_uuid", "session_name", "isolation")
+
+
+def again_query(params: dict[str, Any], *, for_real: bool = False) -> str:
+    """The import form's query that fills it in as the import with these job params was (after a
+    dry run that went well, `for_real`: with "Dry run" unticked)."""
+    values = {name: params.get(name) or "" for name in AGAIN_FIELDS}
+    return urlencode({**values, "dry_run": "1" if params.get("dry_run") and not for_real else "0"})

@@ -118,3 +118,20 @@ def test_it_translates_the_report(admin_client_, url, language, expected):
 
     for text in expected:
         assertContains(response, text)
+
+
+def test_a_job_page_shows_what_was_imported_and_offers_to_import_it_again(admin_client_, url):
+    dry_run = import_data(langbot_upload(), dry_run="on")
+    page = follow_job(admin_client_, admin_client_.post(url("import"), dry_run)).content.decode()
+    assert '<dd id="job-file">langbot.json</dd>' in page and "<code>langbot</code>" in page
+    assert "<code>bot-c</code>" in page and "yes: nothing is written" in page
+    link = re.search(r'<a class="button" id="import-again" href="([^"]+)">Import it for real…</a>', page)
+    assert link, "a dry run that went well offers the real import"
+    form = admin_client_.get(link.group(1).replace("&amp;", "&")).content.decode()
+    assert 'name="bot_uuid" value="bot-c"' in form and '<option value="langbot" selected>' in form
+    dry_run_box = re.search(r'<input type="checkbox" name="dry_run"[^>]*>', form).group(0)
+    assert "checked" not in dry_run_box  # for real this time
+
+    broken = SimpleUploadedFile("broken.json", b"{", content_type="application/json")
+    failed = follow_job(admin_client_, admin_client_.post(url("import"), import_data(broken)))
+    assert "Import again with these settings…" in failed.content.decode()

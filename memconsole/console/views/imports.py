@@ -15,18 +15,20 @@ from memconsole.memory import imports, jobs, roles
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.scopes import derive_scope
 
-from .. import forms
+from .. import forms, import_report
 from ..access import ConsoleRequest, console_view, scope_from_query
 from ..screens import render_screen
 from .jobs import busy, started
 
 
 def _blank_form(request: ConsoleRequest) -> forms.ImportForm:
-    """The form, aimed at the space named by `?scope=<id>` when there is one."""
-    initial: dict[str, Any] = {"dry_run": True}
+    """The form, aimed at the space named by `?scope=<id>` when there is one, or filled in as an
+    earlier import was (`import_report.again_query`); the values are only shown, and checked when posted."""
+    initial: dict[str, Any] = {"dry_run": request.GET.get("dry_run", "1") != "0"}
     scope = scope_from_query(request)
     if scope is not None:
         initial.update(bot_uuid=scope.bot_uuid, session_name=scope.session_name, isolation=scope.isolation)
+    initial.update({name: request.GET[name][:200] for name in import_report.AGAIN_FIELDS if name in request.GET})
     return forms.ImportForm(initial=initial)
 
 
@@ -49,6 +51,7 @@ def _start_import(request: ConsoleRequest, form: forms.ImportForm) -> jobs.Job |
         "session_name": session,
         "isolation": data["isolation"],
         "dry_run": bool(data["dry_run"]),
+        "file_name": name,  # shown on the job's page once the file itself is gone
     }
     return submit(
         jobs.IMPORT,

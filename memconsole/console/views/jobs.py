@@ -76,7 +76,14 @@ def job_context(job: jobs.Job) -> dict[str, Any]:
         "worker_silent": silent if silent is not None and silent > jobs.stale_after().total_seconds() / 2 else None,
         "report": job.report or {},
         "error": jobs.error_in_language(job) if job.status == jobs.FAILED else "",
+        "import_again": _import_again(job) if job.kind == jobs.IMPORT else "",
     }
+
+
+def _import_again(job: jobs.Job) -> str:
+    """The import form filled in as this import was; for real after a dry run that succeeded."""
+    for_real = job.status == jobs.SUCCEEDED and bool(job.params.get("dry_run"))
+    return f"{reverse('console:import')}?{import_report.again_query(job.params, for_real=for_real)}"
 
 
 def _age(job: jobs.Job) -> float:
