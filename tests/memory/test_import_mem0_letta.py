@@ -209,6 +209,20 @@ def test_a_zip_bomb_or_a_zip_without_memories_is_refused(tmp_path, settings):
         imports.import_file(empty, "mem0", bot_uuid="bot-new", session_name="person_alice", actor=ACTOR)
 
 
+@pytest.mark.parametrize("cut", [12, 60, -30])
+def test_a_damaged_zip_is_reported_as_a_damaged_zip(tmp_path, cut):
+    whole = backup_zip(tmp_path / "backup.zip").read_bytes()
+    damaged = tmp_path / "damaged.zip"
+    damaged.write_bytes(whole[:cut])  # truncated: the directory is gone
+    with pytest.raises(ImportFileError, match=r"^the zip file is damaged or truncated"):
+        imports.import_file(damaged, "mem0", bot_uuid="bot-new", session_name="person_alice", actor=ACTOR)
+    garbage = tmp_path / "garbage.zip"
+    garbage.write_bytes(b"PK\x03\x04garbage")
+    with pytest.raises(ImportFileError, match=r"^the zip file is damaged or truncated"):
+        imports.import_file(garbage, "mem0", bot_uuid="bot-new", session_name="person_alice", actor=ACTOR)
+    assert not Episode.objects.exists()
+
+
 AGENT_FILE = {
     "agents": [
         {

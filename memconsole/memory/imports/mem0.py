@@ -25,6 +25,7 @@ from __future__ import annotations
 import gzip
 import io
 import zipfile
+import zlib
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 from django.utils.translation import gettext_noop
 
 from .. import validation
+from ..wording import said
 from . import fields
 from .plan import EpisodeIn, Plan, Target
 from .readers import check_size, max_import_bytes, parse_json
@@ -44,7 +46,7 @@ MAX_METADATA_KEYS = 50
 
 def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = None, **_options: Any) -> None:
     check_size(path)
-    if zipfile.is_zipfile(path):
+    if _looks_like_zip(path):
         records, speakers, categories = _from_backup(path)
     else:
         records, speakers, categories = _from_document(parse_json(path.read_bytes(), "mem0"))
@@ -52,6 +54,14 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
         where = f"memories[{index}]"
         keys = target(session_name or _session_of(record), where)
         plan.add_episode(_episode(record, where, keys, plan.imported_at, speakers, categories))
+
+
+def _looks_like_zip(path: Path) -> bool:
+    """A zip by its directory, or by its first bytes (a truncated zip has lost its directory, and is
+    a damaged zip to report, not JSON that fails at line 1)."""
+    with path.open("rb") as stream:
+        head = stream.read(4)
+    return head in (b"PK\x03\x04", b"PK\x05\x06") or zipfile.is_zipfile(path)
 
 
 def _session_of(record: Any) -> str | None:
@@ -88,7 +98,7 @@ def _gunzip(data: bytes, name: str) -> bytes:
         with gzip.GzipFile(fileobj=io.BytesIO(data)) as stream:
             out = stream.read(limit + 1)
     except (OSError, EOFError):
-        raise ImportFileError(f"{name} is not a valid gzip file") from None
+        raise ImportFileError(said(gettext_noop("%(name)s is not a valid gzip file"), name=name)) from None
     if len(out) > limit:
         raise ImportFileError(f"{name} unpacks to more than {limit:,} bytes")
     return out
@@ -102,9 +112,17 @@ def _from_backup(path: Path) -> tuple[list[Any], dict[str, tuple[str, str]], dic
                 return _from_document(parse_json(_read_member(archive, main), "mem0", BACKUP_JSON))
             if lines is not None:
                 return _json_lines(_gunzip(_read_member(archive, lines), BACKUP_LINES)), {}, {}
-    except zipfile.BadZipFile as exc:
-        raise ImportFileError(f"the zip file cannot be read: {exc}") from None
-    raise ImportFileError(f"not an OpenMemory backup: the zip holds neither {BACKUP_JSON} nor {BACKUP_LINES}")
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:  # a damaged or odd member too
+        raise ImportFileError(
+            said(gettext_noop("the zip file is damaged or truncated (%(error)s)"), error=str(exc))
+        ) from None
+    raise ImportFileError(
+        said(
+            gettext_noop("not an OpenMemory backup: the zip holds neither %(json)s nor %(lines)s"),
+            json=BACKUP_JSON,
+            lines=BACKUP_LINES,
+        )
+    )
 
 
 def _json_lines(data: bytes) -> list[Any]:
