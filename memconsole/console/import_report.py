@@ -8,7 +8,7 @@ from urllib.parse import urlencode
 
 from django.utils.translation import gettext, gettext_lazy
 
-from memconsole.memory import queries
+from memconsole.memory import queries, wording
 from memconsole.memory.models import Scope
 
 # What each kind of conflict, skipped item and warning in an import report means (ImportReport).
@@ -36,6 +36,8 @@ def labelled(report: dict[str, Any]) -> dict[str, Any]:
             item["label"] = KIND_LABELS.get(item["kind"], item["kind"])
             if "reason" in item:  # the import's words (gettext_noop there), in the reader's language
                 item["reason"] = gettext(item["reason"])
+            if "said" in item:  # a warning's words and values (`wording`)
+                item["message"] = wording.in_language(item["said"], item.get("message", ""))
         report[f"{name}_not_listed"] = report.get(count, 0) - len(report.get(name, []))
     return report
 

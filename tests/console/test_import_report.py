@@ -105,11 +105,16 @@ def test_it_gives_the_reason_for_each_conflict_in_the_readers_language(admin_cli
     assert "already in the target scope" not in html
 
 
+CHINESE_REPORT = ["已跳过：在来源中已删除", "警告", "重要性已限制在 1–5", "未知状态：按活跃导入"]
+SPANISH_REPORT = ["Omitidos: borrados en el origen", "Avisos", "Importancia ajustada a 1–5", "Estado desconocido"]
+
+
 @pytest.mark.parametrize(
     ("language", "expected"),
     [
-        (CHINESE, ["已跳过：在来源中已删除", "警告", "重要性已限制在 1–5", "未知状态：按活跃导入"]),
-        (SPANISH, ["Omitidos: borrados en el origen", "Avisos", "Importancia ajustada a 1–5", "Estado desconocido"]),
+        # the labels, and each warning's own words
+        (CHINESE, [*CHINESE_REPORT, "未知状态 &#x27;pending-review&#x27;；按活跃导入", "timestamp 为空；使用导入时间"]),
+        (SPANISH, [*SPANISH_REPORT, "estado desconocido &#x27;pending-review&#x27;; importado como activo"]),
     ],
 )
 def test_it_translates_the_report(admin_client_, url, language, expected):

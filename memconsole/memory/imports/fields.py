@@ -50,7 +50,7 @@ NOT_A_TIME = gettext_noop("must be an ISO-8601 date and time")
 OUT_OF_RANGE = gettext_noop("%(value)s is out of range")
 
 # (kind, message): a value adjusted on the way in, reported as a warning.
-Note = tuple[str, str]
+Note = tuple[str, str | Said]
 
 
 def fail(where: str, name: str, reason: str | Said, **values: Any) -> ImportFileError:
@@ -86,7 +86,8 @@ def kind(value: Any, where: str, notes: list[Note]) -> str:
     try:
         return validation.validate_kind(text(value, where, "kind", 1000))
     except ValidationError:
-        notes.append(("kind_dropped", f"{where}: kind {str(value)[:60]!r} is not a short label; not kept"))
+        dropped = gettext_noop("%(where)s: kind %(kind)s is not a short label; not kept")
+        notes.append(("kind_dropped", said(dropped, where=where, kind=repr(str(value)[:60]))))
         return ""
 
 
@@ -129,7 +130,8 @@ def importance(value: Any, where: str, notes: list[Note]) -> int:
     clamped, adjusted = validation.clamp_importance(number)
     if adjusted:
         shown = str(number) if abs(number) < 10**12 else f"{number:.3g}"
-        notes.append(("importance_clamped", f"importance {shown} is outside 1-5; stored as {clamped}"))
+        clamp = gettext_noop("importance %(given)s is outside 1-5; stored as %(stored)s")
+        notes.append(("importance_clamped", said(clamp, given=shown, stored=clamped)))
     return clamped
 
 
@@ -181,7 +183,8 @@ def status(value: Any, where: str, notes: list[Note]) -> str:
         return STATUS_ACTIVE.value
     if name in STATUSES or name == DELETED:
         return name
-    notes.append(("unknown_status", f"unknown status {value.strip()!r:.60}; imported as active"))
+    unknown = gettext_noop("unknown status %(status)s; imported as active")
+    notes.append(("unknown_status", said(unknown, status=f"{value.strip()!r:.60}")))
     return STATUS_ACTIVE.value
 
 
@@ -232,7 +235,9 @@ def episode_time(
     """An episode's time; an empty one ("" or blanks, LangBot's "no time") is the import time, with a
     note. A missing one (None, NULL) stays unknown."""
     if isinstance(value, str) and not value.strip():
-        notes.append(("timestamp_missing", f"the {name} is empty; the import time is used"))
+        notes.append(
+            ("timestamp_missing", said(gettext_noop("the %(name)s is empty; the import time is used"), name=name))
+        )
         return imported_at
     return time(value, where, name)
 
@@ -269,14 +274,21 @@ def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
             listed = ", ".join(evicted)
             if len(listed) > MAX_LISTED_ITEMS:
                 listed = listed[:MAX_LISTED_ITEMS] + "…"
-            message = (
-                f"{len(kept) + len(evicted)} {name} (a profile holds at most {limit}): "
-                f"the {len(evicted)} oldest were left out: {listed}"
+            message = said(
+                gettext_noop(
+                    "%(count)s %(name)s (a profile holds at most %(limit)s): the %(left)s oldest were left out: %(listed)s"
+                ),
+                count=len(kept) + len(evicted),
+                name=name,
+                limit=limit,
+                left=len(evicted),
+                listed=listed,
             )
             notes.append((f"{name}_evicted", message))
         data[name] = kept
     if isinstance(data.get("notes"), str) and len(data["notes"]) > validation.MAX_NOTES:
-        notes.append(("notes_cut", f"the notes were cut at {validation.MAX_NOTES} characters"))
+        cut = gettext_noop("the notes were cut at %(max)s characters")
+        notes.append(("notes_cut", said(cut, max=validation.MAX_NOTES)))
         data["notes"] = data["notes"][: validation.MAX_NOTES]
     try:
         return profiles.validate_profile_data(data)

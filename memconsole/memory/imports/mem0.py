@@ -211,7 +211,9 @@ def _state(value: Any, where: str, notes: list[fields.Note]) -> str:
         raise fields.fail(where, "state", fields.MUST_BE_STRING)
     name = value.strip().lower()
     if name == "paused":
-        notes.append(("paused", "paused in mem0; imported as archived (not injected until restored)"))
+        notes.append(
+            ("paused", said(gettext_noop("paused in mem0; imported as archived (not injected until restored)")))
+        )
     if name in STATES:
         return fields.status(STATES[name], where, notes)
     return fields.status(value, where, notes)  # an unknown state: active, with a warning

@@ -33,6 +33,7 @@ from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
 from ..paging import chunks
 from ..scopes import ScopeKeys, derive_scope
+from ..wording import said
 from .botmemory_items import FactIn, MessageIn
 from .fields import DELETED, Note
 from .report import ImportFileError, ImportReport
@@ -231,7 +232,10 @@ def _new_episodes(user_key: str, candidates: list[tuple[str, EpisodeIn]], report
         if episode.new_id and episode.superseded_by:
             replaced_by = new_ids.get(episode.superseded_by, "")
             if not replaced_by:
-                message = f"superseded_by {episode.superseded_by!r:.80} is not an episode imported or in the space; left empty"
+                message = said(
+                    gettext_noop("superseded_by %(id)s is not an episode imported or in the space; left empty"),
+                    id=f"{episode.superseded_by!r:.80}",
+                )
                 report.warn(episode.keys, "superseded_by_missing", episode.where, message, episode.old_id)
             episode.superseded_by = replaced_by
     return kept

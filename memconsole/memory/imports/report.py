@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+from django.utils.translation import gettext_noop
 
 from ..errors import ValidationError
 from ..reports import OMIT, Report
 from ..scopes import ScopeKeys
+from ..wording import Said
 
 MAX_CONFLICTS_LISTED = 100  # and as many skipped items and warnings
 
@@ -50,7 +53,8 @@ class ItemWarning(TypedDict):
     kind: str
     where: str
     id: str
-    message: str
+    message: str  # English; `said` (when there is one) says it in the reader's language (`wording`)
+    said: NotRequired[dict[str, Any]]
 
 
 @dataclass(kw_only=True)
@@ -141,15 +145,16 @@ class ImportReport(Report):
                     kind="deleted",
                     where=where,
                     id=old_id,
-                    reason="deleted in the source; not imported",
+                    reason=gettext_noop("deleted in the source; not imported"),
                 )
             )
 
-    def warn(self, keys: ScopeKeys, kind: str, where: str, message: str, old_id: str = "") -> None:
+    def warn(self, keys: ScopeKeys, kind: str, where: str, message: str | Said, old_id: str = "") -> None:
         self.warning_count += 1
         extras = self.scope_extras.setdefault(keys.scope_key, {"skipped_deleted": 0, "warnings": 0})
         extras["warnings"] += 1
         if len(self.warnings) < MAX_CONFLICTS_LISTED:
-            self.warnings.append(
-                ItemWarning(scope_key=keys.scope_key, kind=kind, where=where, id=old_id, message=message)
-            )
+            item = ItemWarning(scope_key=keys.scope_key, kind=kind, where=where, id=old_id, message=str(message))
+            if isinstance(message, Said):
+                item["said"] = message.stored()
+            self.warnings.append(item)
