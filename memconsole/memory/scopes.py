@@ -8,13 +8,16 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .errors import ValidationError
 from .models import ISOLATION_BOT, ISOLATION_SESSION, Scope
+from .wording import said
 
 MAX_SESSION_NAME = 255
 MAX_BOT_UUID = 128
 RESERVED_BOT_UUID = "bot"
+TOO_LONG = gettext_noop("%(name)s is longer than %(max)s characters")
 GLOBAL_USER_KEY = "global"
 # The health probe's own bot: its scopes are swept and deleted by the probe, so no token, import or
 # console user may write there; only the probe, inside `unregistered_scopes()`.
@@ -55,41 +58,56 @@ def derive_scope(
     Raises `ValidationError` for an empty or malformed session name, bot UUID or isolation.
     """
     if not isinstance(session_name, str) or not session_name.strip():
-        raise ValidationError("session_name is required", field="session_name")
+        raise ValidationError(said(gettext_noop("session_name is required")), field="session_name")
     if len(session_name) > MAX_SESSION_NAME:
-        raise ValidationError(f"session_name is longer than {MAX_SESSION_NAME} characters", field="session_name")
+        raise ValidationError(said(TOO_LONG, name="session_name", max=MAX_SESSION_NAME), field="session_name")
     if not _printable(session_name):
-        raise ValidationError("session_name contains non-printable characters", field="session_name")
+        raise ValidationError(
+            said(gettext_noop("session_name contains non-printable characters")), field="session_name"
+        )
     session_name = session_name.strip()  # only spaces: every other whitespace is non-printable
     if bot_uuid is None:
         bot_uuid = ""
     if not isinstance(bot_uuid, str):
-        raise ValidationError("bot_uuid must be a string", field="bot_uuid")
+        raise ValidationError(said(gettext_noop("bot_uuid must be a string")), field="bot_uuid")
     bot_uuid = bot_uuid.strip()
     if len(bot_uuid) > MAX_BOT_UUID:
-        raise ValidationError(f"bot_uuid is longer than {MAX_BOT_UUID} characters", field="bot_uuid")
+        raise ValidationError(said(TOO_LONG, name="bot_uuid", max=MAX_BOT_UUID), field="bot_uuid")
     if bot_uuid and (not _printable(bot_uuid) or ":" in bot_uuid or " " in bot_uuid):
-        raise ValidationError("bot_uuid may not contain ':', spaces or non-printable characters", field="bot_uuid")
+        raise ValidationError(
+            said(gettext_noop("bot_uuid may not contain ':', spaces or non-printable characters")), field="bot_uuid"
+        )
     if isolation in (None, ""):
         isolation = ISOLATION_SESSION
     if isolation not in (ISOLATION_SESSION, ISOLATION_BOT):
-        raise ValidationError("isolation must be 'session' or 'bot'", field="isolation")
+        raise ValidationError(said(gettext_noop("isolation must be 'session' or 'bot'")), field="isolation")
     # Keys are plain strings, so refuse the few inputs whose keys would equal another scope's.
     if bot_uuid == RESERVED_BOT_UUID:
         raise ValidationError(
-            f"bot_uuid {RESERVED_BOT_UUID!r} is reserved (bot-isolation keys start with 'bot:')", field="bot_uuid"
+            said(gettext_noop("bot_uuid 'bot' is reserved (bot-isolation keys start with 'bot:')")), field="bot_uuid"
         )
     if bot_uuid.lower() == HEALTH_PROBE_BOT_UUID and not _registration_suspended.get():
         # Case-insensitive: SQLite's LIKE, behind the probe's startswith sweeps, ignores ASCII case.
-        raise ValidationError(f"bot_uuid {HEALTH_PROBE_BOT_UUID!r} is reserved for the health check", field="bot_uuid")
+        raise ValidationError(
+            said(gettext_noop("bot_uuid %(bot)s is reserved for the health check"), bot=repr(HEALTH_PROBE_BOT_UUID)),
+            field="bot_uuid",
+        )
     if not bot_uuid and ":" in session_name:
         raise ValidationError(
-            "session_name may not contain ':' when there is no bot_uuid (it would read as '<bot_uuid>:<session>')",
+            said(
+                gettext_noop(
+                    "session_name may not contain ':' when there is no bot_uuid (it would read as '<bot_uuid>:<session>')"
+                )
+            ),
             field="session_name",
         )
     if not bot_uuid and isolation == ISOLATION_SESSION and session_name == GLOBAL_USER_KEY:
         raise ValidationError(
-            f"session_name {GLOBAL_USER_KEY!r} without a bot_uuid is reserved for bot isolation", field="session_name"
+            said(
+                gettext_noop("session_name %(name)s without a bot_uuid is reserved for bot isolation"),
+                name=repr(GLOBAL_USER_KEY),
+            ),
+            field="session_name",
         )
 
     launcher_type, _, launcher_id = session_name.partition("_")

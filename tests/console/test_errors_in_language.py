@@ -62,3 +62,9 @@ def test_the_english_reader_and_the_api_keep_the_english_words(admin_client_):
 def test_an_empty_file_is_explained_in_chinese(admin_client_):
     page = import_page(admin_client_, upload(b"   \n"), **CHINESE)
     assert "文件为空" in page and "the file is empty" not in page
+
+
+def test_a_bad_bot_uuid_is_explained_in_chinese(admin_client_):
+    data = {**upload(langbot({"id": "e1", "content": "Alice likes tea"})), "bot_uuid": "bad bot"}
+    page = import_page(admin_client_, data, **CHINESE)
+    assert "bot_uuid 不能包含“:”、空格或不可打印字符" in page and "may not contain" not in page
