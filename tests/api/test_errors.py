@@ -6,7 +6,7 @@ import json
 import time
 
 import pytest
-from django.utils import timezone
+from django.utils import timezone, translation
 
 from memconsole.api import views
 from memconsole.api.models import RateWindow
@@ -299,3 +299,10 @@ def test_it_answers_json_for_server_errors_under_api(rf):
 def test_it_answers_413_when_djangos_own_body_cap_is_lower(api, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1024
     error_of(api.post("remember", {**REMEMBER, "content": "x" * 2000}), 413, "payload_too_large")
+
+
+@pytest.mark.parametrize(("language", "title"), [("zh-hans", "服务器错误"), ("es", "Error del servidor")])
+def test_the_consoles_server_error_page_speaks_the_readers_language(rf, language, title):
+    with translation.override(language):
+        page = views.server_error(rf.get("/")).content.decode()
+    assert f'<html lang="{language}">' in page and f"<h1>{title}</h1>" in page and "Something went wrong" not in page

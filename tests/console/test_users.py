@@ -82,6 +82,12 @@ def test_it_refuses_a_bad_new_user_with_the_reason(admin_client_, url, viewer, d
     assert not AuditEntry.objects.filter(operation="user_create").exists()
 
 
+def test_it_refuses_a_short_password_in_chinese(admin_client_, url):
+    data = new_user(password1="123", password2="123")
+    response = admin_client_.post(url("users"), data, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert response.status_code == 400 and "密码太短。密码必须包含至少 8 个字符。" in response.content.decode()
+
+
 def test_it_answers_htmx_with_the_users_fragment(admin_client_, url):
     response = admin_client_.post(url("users"), new_user(password2="differs-9"), **htmx("users"))
     html = response.content.decode()
