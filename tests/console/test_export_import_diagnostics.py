@@ -185,6 +185,16 @@ def test_it_runs_the_health_check_and_shows_cards_with_text_status(operator_clie
     assert f'href="{url("episodes", light_scope.pk)}"' in page  # back to the scope it was opened from
 
 
+def test_it_shows_the_health_check_in_the_readers_language(operator_client, url, light_scope):
+    follow_job(operator_client, operator_client.post(url("diagnostics_run")))
+    page = operator_client.get(url("diagnostics"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "数据库" in page and "可访问且已迁移" in page and "没有未完成的擦除" in page
+    assert "每个金丝雀范围的列表只显示它自己的金丝雀" in page
+    assert "is reachable and migrated" not in page and "no erasure is unfinished" not in page
+    english = operator_client.get(url("diagnostics")).content.decode()
+    assert "is reachable and migrated" in english and "Unfinished erasures" in english
+
+
 def test_it_answers_an_htmx_health_run_with_the_job_fragment(operator_client, url):
     response = operator_client.post(url("diagnostics_run"), **htmx("health"))
     assert response.status_code == 200 and "/jobs/" in job_location(response)

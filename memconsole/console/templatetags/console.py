@@ -10,7 +10,9 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy as _lazy
 
+from memconsole.memory import wording
 from memconsole.memory.models import Status
 
 from .. import timezones
@@ -111,6 +113,43 @@ HEALTH_LEVELS = {
     "amber": "amber",
     "degraded": "amber",
 }
+
+
+# The health check's checks (`health.CHECK_IDS`) by name; the id itself is shown beside it.
+CHECK_LABELS = {
+    "database": _lazy("Database"),
+    "vector_index": _lazy("Vector index"),
+    "embedding": _lazy("Embedding model"),
+    "write": _lazy("Writing a memory"),
+    "search": _lazy("Search stays in its space"),
+    "list": _lazy("Lists stay in their space"),
+    "get": _lazy("Reading by id stays in its space"),
+    "recall": _lazy("Recall stays in its space"),
+    "inject": _lazy("Injection stays in its space"),
+    "export": _lazy("Export stays in its space"),
+    "delete": _lazy("Deleting by a space's filter"),
+    "cleanup": _lazy("Probe cleanup"),
+    "index_drift": _lazy("Index matches the database"),
+    "index_backlog": _lazy("Vectors waiting for the index"),
+    "audit_chain": _lazy("Audit chain"),
+    "row_integrity": _lazy("Rows unchanged outside memconsole"),
+    "encryption": _lazy("Encryption at rest"),
+    "erasure": _lazy("Unfinished erasures"),
+}
+
+
+@register.filter
+def check_label(check_id: Any) -> str:
+    return str(CHECK_LABELS.get(str(check_id), check_id))
+
+
+@register.simple_tag
+def check_text(check: Any, name: str) -> str:
+    """A check's `detail` or `fix` in the reader's language, from the words it kept (`Check.said`)."""
+    if not isinstance(check, dict):
+        return ""
+    kept = check.get("said") or {}
+    return wording.in_language(kept.get(name) if isinstance(kept, dict) else None, str(check.get(name) or ""))
 
 
 @register.filter

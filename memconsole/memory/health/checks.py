@@ -5,12 +5,14 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings, vectors
 
 from ..models import Episode
 from ..pending_models import PendingVector
 from ..scopes import PROBE_USER_KEY_PREFIX
+from ..wording import said
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
 
 
@@ -32,10 +34,16 @@ def check_database() -> Check:
         return Check(
             "database",
             WARN,
-            f"{_database_label()} is reachable but {len(pending)} migrations are not applied",
-            "Run `python manage.py migrate`.",
+            said(
+                gettext_noop("%(database)s is reachable but %(count)s migrations are not applied"),
+                database=_database_label(),
+                count=len(pending),
+            ),
+            gettext_noop("Run `python manage.py migrate`."),
         )
-    return Check("database", OK, f"{_database_label()} is reachable and migrated")
+    return Check(
+        "database", OK, said(gettext_noop("%(database)s is reachable and migrated"), database=_database_label())
+    )
 
 
 def check_vector_index() -> Check:
@@ -52,14 +60,26 @@ def check_vector_index() -> Check:
         return Check(
             "vector_index",
             WARN,
-            f"{vectors.describe()} is reachable, but {len(missing)} of {len(scopes)} scopes with episodes "
-            "have no collection: their episodes cannot be found by search",
+            said(
+                gettext_noop(
+                    "%(index)s is reachable, but %(missing)s of %(scopes)s scopes with episodes have no collection: "
+                    "their episodes cannot be found by search"
+                ),
+                index=vectors.describe(),
+                missing=len(missing),
+                scopes=len(scopes),
+            ),
             REINDEX_FIX,
         )
     return Check(
         "vector_index",
         OK,
-        f"{vectors.describe()} is reachable; {len(collections)} collections for {len(scopes)} scopes with episodes",
+        said(
+            gettext_noop("%(index)s is reachable; %(collections)s collections for %(scopes)s scopes with episodes"),
+            index=vectors.describe(),
+            collections=len(collections),
+            scopes=len(scopes),
+        ),
     )
 
 
@@ -72,8 +92,10 @@ def check_embedding() -> Check:
             "embedding",
             ERROR,
             str(exc),
-            "Replace the model folder (`python manage.py fetch_model` downloads and verifies it) or point "
-            "MEMCONSOLE_MODEL_DIR at a working all-MiniLM-L6-v2 folder, then restart.",
+            gettext_noop(
+                "Replace the model folder (`python manage.py fetch_model` downloads and verifies it) or point "
+                "MEMCONSOLE_MODEL_DIR at a working all-MiniLM-L6-v2 folder, then restart."
+            ),
         )
     if vector.shape != (1, embeddings.DIMENSIONS) or abs(float((vector[0] ** 2).sum()) - 1.0) > 1e-3:
         return Check("embedding", ERROR, f"the embedder returned vectors of shape {vector.shape}, not unit length")
@@ -82,10 +104,18 @@ def check_embedding() -> Check:
         return Check(
             "embedding",
             WARN,
-            f"No embedding model in {model_dir}: the lexical fallback is in use, which matches shared words, "
-            "not meaning (a search for 'travel plans' will not find 'a trip to Beijing').",
-            "Run `python manage.py fetch_model` where a network is available (or set MEMCONSOLE_MODEL_DIR to an "
-            "all-MiniLM-L6-v2 folder with model.onnx and tokenizer.json), restart, then run "
-            "`python manage.py reindex` to re-embed what the fallback indexed.",
+            said(
+                gettext_noop(
+                    "No embedding model in %(folder)s: the lexical fallback is in use, which matches shared words, "
+                    "not meaning (a search for 'travel plans' will not find 'a trip to Beijing')."
+                ),
+                folder=str(model_dir),
+            ),
+            gettext_noop(
+                "Run `python manage.py fetch_model` where a network is available (or set MEMCONSOLE_MODEL_DIR to an "
+                "all-MiniLM-L6-v2 folder with model.onnx and tokenizer.json), restart, then run "
+                "`python manage.py reindex` to re-embed what the fallback indexed."
+            ),
         )
-    return Check("embedding", OK, f"all-MiniLM-L6-v2 loaded from {model_dir} (model id {embedder.model_id})")
+    loaded = gettext_noop("all-MiniLM-L6-v2 loaded from %(folder)s (model id %(model)s)")
+    return Check("embedding", OK, said(loaded, folder=str(model_dir), model=embedder.model_id))

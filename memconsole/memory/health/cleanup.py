@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import vectors
 
@@ -80,14 +81,18 @@ def cleanup(probe: Canaries) -> Check:
             "cleanup",
             WARN,
             "the probe's canaries were not all removed: " + "; ".join(problems),
-            "The next health check removes probe leftovers older than 10 minutes; run it again once the "
-            "database and the vector index are reachable.",
+            gettext_noop(
+                "The next health check removes probe leftovers older than 10 minutes; run it again once the "
+                "database and the vector index are reachable."
+            ),
         )
     return Check(
         "cleanup",
         OK,
-        "canary episodes, vectors, collections and snapshots removed; the probe's audit entries stay "
-        "(actor system:health-probe)",
+        gettext_noop(
+            "canary episodes, vectors, collections and snapshots removed; the probe's audit entries stay "
+            "(actor system:health-probe)"
+        ),
     )
 
 

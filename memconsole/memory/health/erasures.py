@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_noop
+
 from .. import erasure_index
 from .result import ERROR, OK, Check
 
@@ -9,7 +11,7 @@ from .result import ERROR, OK, Check
 def check_unfinished_erasures() -> Check:
     pending = erasure_index.unfinished()
     if not pending:
-        return Check("erasure", OK, "no erasure is unfinished")
+        return Check("erasure", OK, gettext_noop("no erasure is unfinished"))
     described = "; ".join(
         f"{journal.subject_digest[:12]} (bot {journal.bot_uuid or '*'}, started {journal.started_at:%Y-%m-%d %H:%M} UTC, "
         f"{len(journal.user_keys)} collections left{', last error: ' + journal.last_error if journal.last_error else ''})"

@@ -4,22 +4,29 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import crypto, embeddings
 
 from .. import audit, checkpoints, reindex, rotation, tamper
 from ..install import InstallState
 from ..models import AuditEntry
+from ..wording import said
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
 
 
 def check_index_drift() -> Check:
     report = reindex.reindex(check_only=True)
-    counted = f"{report.episodes} episodes and {report.vectors} vectors in {report.scopes} scopes checked"
+    counted = said(
+        gettext_noop("%(episodes)s episodes and %(vectors)s vectors in %(scopes)s scopes checked"),
+        episodes=report.episodes,
+        vectors=report.vectors,
+        scopes=report.scopes,
+    )
     if report.errors:
         return Check("index_drift", ERROR, f"{counted}; errors: {'; '.join(report.errors[:3])}", REINDEX_FIX)
     if report.drift:
-        fix = "Run `python manage.py reindex` (`--check` reports without changing anything)."
+        fix = gettext_noop("Run `python manage.py reindex` (`--check` reports without changing anything).")
         if report.foreign_model_collections and embeddings.get_embedder().is_fallback:
             fix = (
                 "The embedding model is missing (see the embedding check): install it first, otherwise "
@@ -31,7 +38,9 @@ def check_index_drift() -> Check:
             f"the vector index is out of step with the database: {report.describe_drift()} ({counted})",
             fix,
         )
-    return Check("index_drift", OK, f"the vector index matches the database ({counted})")
+    return Check(
+        "index_drift", OK, said(gettext_noop("the vector index matches the database (%(counted)s)"), counted=counted)
+    )
 
 
 AUDIT_KEY = "MEMCONSOLE_AUDIT_KEY"
@@ -146,7 +155,12 @@ def check_encryption() -> Check:
     if not crypto.enabled():
         if encrypted == 0:
             return Check(
-                "encryption", OK, f"encryption at rest is off ({crypto.SETTING} is not set); no row is encrypted"
+                "encryption",
+                OK,
+                said(
+                    gettext_noop("encryption at rest is off (%(setting)s is not set); no row is encrypted"),
+                    setting=crypto.SETTING,
+                ),
             )
         return Check(
             "encryption",

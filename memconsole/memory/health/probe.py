@@ -16,6 +16,8 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_noop
+
 from memconsole.lib import embeddings, vectors
 
 from .. import episodes, exports, indexer, injection, retrieval
@@ -25,6 +27,7 @@ from ..filters import EpisodeFilter
 from ..models import STATUSES, Episode, InjectionSnapshot
 from ..pending_models import PendingVector
 from ..scopes import HEALTH_PROBE_BOT_UUID, ScopeKeys, derive_scope, unregistered_scopes
+from ..wording import Said, said
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check, safely
 
 PROBE_CHECKS = ("search", "list", "get", "recall", "inject", "export", "delete")
@@ -130,7 +133,8 @@ def check_write(probe: Canaries) -> Check:
             "not searchable",
             f"Check that {vectors.describe()} is reachable and writable. {REINDEX_FIX}",
         )
-    return Check("write", OK, f"2 canary episodes written to the database and to {vectors.describe()}")
+    written_to = gettext_noop("2 canary episodes written to the database and to %(index)s")
+    return Check("write", OK, said(written_to, index=vectors.describe()))
 
 
 def _leak(what: str, details: list[str]) -> Check:
@@ -143,7 +147,7 @@ def _leak(what: str, details: list[str]) -> Check:
     )
 
 
-def _judge(check_id: str, leaks: list[str], missing: list[str], ok_detail: str, fix: str = REINDEX_FIX) -> Check:
+def _judge(check_id: str, leaks: list[str], missing: list[str], ok_detail: str | Said, fix: str = REINDEX_FIX) -> Check:
     if leaks:
         return _leak(check_id, leaks)
     if missing:
@@ -170,7 +174,10 @@ def check_search(probe: Canaries) -> Check:
         if not found:
             missing.append(f"searching canary scope {label} did not find its own canary")
     return _judge(
-        "search", leaks, missing, f"each canary scope's search (top {SEARCH_TOP_K}) found its own canary only"
+        "search",
+        leaks,
+        missing,
+        said(gettext_noop("each canary scope's search (top %(top_k)s) found its own canary only"), top_k=SEARCH_TOP_K),
     )
 
 
@@ -184,7 +191,7 @@ def check_list(probe: Canaries) -> Check:
             leaks.append(f"listing canary scope {label} showed episodes of another scope: {', '.join(strangers)}")
         if own_id not in ids:
             missing.append(f"listing canary scope {label} did not show its own canary")
-    return _judge("list", leaks, missing, "each canary scope's list shows its own canary only", "")
+    return _judge("list", leaks, missing, gettext_noop("each canary scope's list shows its own canary only"), "")
 
 
 def check_get(probe: Canaries) -> Check:
@@ -200,7 +207,7 @@ def check_get(probe: Canaries) -> Check:
             episodes.get_episode(keys, own_id)
         except NotFound:
             missing.append(f"canary scope {label} could not open its own canary")
-    return _judge("get", leaks, missing, "an id resolves only through its own scope", "")
+    return _judge("get", leaks, missing, gettext_noop("an id resolves only through its own scope"), "")
 
 
 def check_recall(probe: Canaries) -> Check:
@@ -219,7 +226,10 @@ def check_recall(probe: Canaries) -> Check:
         "recall",
         leaks,
         missing,
-        f"recall (top {SEARCH_TOP_K}, as the bot API runs it) returns each scope's own canary only",
+        said(
+            gettext_noop("recall (top %(top_k)s, as the bot API runs it) returns each scope's own canary only"),
+            top_k=SEARCH_TOP_K,
+        ),
     )
 
 
@@ -245,7 +255,10 @@ def check_inject(probe: Canaries) -> Check:
     if probe.id_a not in ids or probe.content_a not in blocks:
         missing.append("the injection for canary scope a did not carry its own canary")
     return _judge(
-        "inject", leaks, missing, "the injection (and its stored snapshot) carries the scope's own canary only"
+        "inject",
+        leaks,
+        missing,
+        gettext_noop("the injection (and its stored snapshot) carries the scope's own canary only"),
     )
 
 
@@ -259,7 +272,11 @@ def check_export(probe: Canaries) -> Check:
         json.loads(text)
     except ValueError:
         return Check("export", WARN, "no leak, but the export of canary scope a is not valid JSON", "")
-    return Check("export", OK, "the scope export (episodes, profiles and audit) carries the scope's own canary only")
+    return Check(
+        "export",
+        OK,
+        gettext_noop("the scope export (episodes, profiles and audit) carries the scope's own canary only"),
+    )
 
 
 def check_delete(probe: Canaries) -> Check:
@@ -284,4 +301,6 @@ def check_delete(probe: Canaries) -> Check:
         return Check("delete", WARN, "deleting by canary scope a's filter deleted nothing (expected 1)", REINDEX_FIX)
     if probe.id_a in vectors.get(probe.a.user_key, [probe.id_a]):
         return Check("delete", WARN, "the deleted canary's row is gone but its vector remains", REINDEX_FIX)
-    return Check("delete", OK, "deleting by a scope's filter removed exactly its own canary (row and vector)")
+    return Check(
+        "delete", OK, gettext_noop("deleting by a scope's filter removed exactly its own canary (row and vector)")
+    )

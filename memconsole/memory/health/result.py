@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from django.db import DatabaseError
+from django.utils.translation import gettext_noop
 
 from memconsole.lib import vectors
 
 from ..reports import OMIT, Report
+from ..wording import Said
 
 log = logging.getLogger("memconsole.health")
 
@@ -20,23 +22,41 @@ OK, WARN, ERROR = "OK", "WARN", "ERROR"
 SEVERITY = {OK: 0, WARN: 1, ERROR: 2}
 EXIT_CODES = {OK: 0, WARN: 1, ERROR: 2}
 
-INDEX_FIX = (
+INDEX_FIX = gettext_noop(
     "Check the vector index: with embedded Chroma, that CHROMA_PATH exists and is writable by this process; "
     "with a Chroma server, that it runs at CHROMA_HOST:CHROMA_PORT and is reachable from here."
 )
-REINDEX_FIX = "Run `python manage.py reindex` (it rebuilds the index from the database, which is the source of truth)."
-DATABASE_FIX = "Check that the database named by DATABASE_URL is running and reachable."
+REINDEX_FIX = gettext_noop(
+    "Run `python manage.py reindex` (it rebuilds the index from the database, which is the source of truth)."
+)
+DATABASE_FIX = gettext_noop("Check that the database named by DATABASE_URL is running and reachable.")
 
 
 @dataclass
 class Check(Report):
+    """One check's finding. `detail` and `fix` are English (the CLI, /readyz, the stored run), and
+    keep their words (`said`) for the console to say again in the reader's language: a `Said` its
+    message and values, a plain text itself (translated when it is a message of the catalogs, such
+    as REINDEX_FIX; shown as it is otherwise)."""
+
     id: str
     status: str
-    detail: str
-    fix: str = ""
+    detail: str | Said
+    fix: str | Said = ""
+    said: dict[str, Any] = field(default_factory=dict, init=False)
+
+    def __post_init__(self) -> None:
+        for name in ("detail", "fix"):
+            value = getattr(self, name)
+            if value:
+                self.said[name] = (value if isinstance(value, Said) else Said(str(value))).stored()
+                setattr(self, name, str(value))
 
     def json_fix(self) -> str:
-        return self.fix or OMIT
+        return str(self.fix) or OMIT
+
+    def json_said(self) -> Any:
+        return self.said or OMIT
 
 
 @dataclass
