@@ -29,6 +29,7 @@ from .erasure_journal import ErasureJournal  # noqa: F401  an erasure's unfinish
 from .install import Sealed
 from .job_models import Job, JobInput  # noqa: F401  background jobs (memory/jobs.py)
 from .pending_models import PendingVector  # noqa: F401  write-behind vectors (memory/pending.py)
+from .statuses import Status as Status  # the lifecycle values (re-exported)
 from .usage_models import EpisodeUse  # noqa: F401  how often each memory is used (memory/usage.py)
 
 
@@ -48,14 +49,6 @@ class ScopeOwner(Protocol):
 ISOLATION_SESSION = "session"
 ISOLATION_BOT = "bot"
 ISOLATION_CHOICES = [(ISOLATION_SESSION, "session"), (ISOLATION_BOT, "bot")]
-
-
-class Status(models.TextChoices):
-    """An episode's lifecycle status; a stored value outside these reads as active (`effective_status`)."""
-
-    ACTIVE = "active", _("Active")
-    SUPERSEDED = "superseded", _("Superseded")
-    ARCHIVED = "archived", _("Archived")
 
 
 STATUS_ACTIVE = Status.ACTIVE

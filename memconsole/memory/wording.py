@@ -18,6 +18,8 @@ from typing import Any
 
 from django.utils.translation import gettext
 
+from .statuses import Status
+
 
 @dataclass(frozen=True)
 class Said:
@@ -68,8 +70,6 @@ def in_language(kept: Any, english: str) -> str:
 
 
 def _translated(kept: dict[str, Any]) -> str:
-    from .models import Status  # noqa: PLC0415  (models imports errors, which imports this module)
-
     values = {name: _translated(value) if isinstance(value, dict) else value for name, value in kept["values"].items()}
     for name in kept.get("statuses", []):
         if values.get(name) in Status.values:
