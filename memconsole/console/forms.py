@@ -401,7 +401,7 @@ class ErasureForm(PersonLookup, ConsoleForm):
     """Whom to erase. The speaker id is kept exactly as typed (episodes store it unstripped); a user
     limited to some bots picks one of them, since erasing across every bot needs an unrestricted admin."""
 
-    sender_id = forms.CharField(label=_("Speaker ID"), max_length=validation.MAX_SENDER_CHARS, strip=False)
+    sender_id = forms.CharField(label=_("Speaker ID"), max_length=validation.MAX_SENDER_CHARS)
     bot_uuid = forms.CharField(
         label=_("Bot UUID"),
         required=False,

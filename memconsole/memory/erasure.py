@@ -8,7 +8,7 @@
 - their content in the audit log: every entry about them (sender_id = theirs, their profile or
   their episodes; never an entry whose payload merely contains their id as a string, such as
   `{"status": "active"}` for the id `active`) gets its payload redacted, and the structural fields
-  that name them (sender_id, target_id "speaker:<id>") are replaced by a keyed digest
+  that name them (sender_id, target_id "speaker:<id>" or a fact's "<id>\x1f<key>") are replaced by a keyed digest
   (`audit.erase_identifiers`); the chain still verifies;
 - the files of ended imports kept for `resume_job` that hold them (`erasure_imports`; an import
   still queued or running whose file holds them stops the erasure first);
@@ -51,8 +51,8 @@ from .audit import Actor
 from .counters import recount
 from .erasure_index import compact_database
 from .erasure_journal import ErasureJournal
+from .erasure_snapshots import snapshots_to_rewrite
 from .errors import PermissionDenied, ValidationError, unavailable_on_failure
-from .injection import MEMORIES_BLOCK, memory_block
 from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .paging import chunks
 from .reports import Report
@@ -106,6 +106,7 @@ class ErasureReport(Report):
 def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
     if not isinstance(sender_id, str) or not sender_id.strip():
         raise ValidationError("sender_id is required", field="sender_id")
+    sender_id = sender_id.strip()  # as every write stores it (`validation.validate_speaker`)
     if len(sender_id) > MAX_SENDER_CHARS or "\x00" in sender_id:
         raise ValidationError("sender_id is not a valid sender id", field="sender_id")
     if bot_uuid is not None and not isinstance(bot_uuid, str):
@@ -137,39 +138,6 @@ def _in_bot(bot_uuid: str) -> Q:
 def _quoted(sender_id: str) -> str:
     """How the id appears as a JSON string value in a stored payload (canonical_json)."""
     return json.dumps(sender_id, ensure_ascii=False)
-
-
-def _without_subject(payload: dict[str, Any], sender_id: str, episode_ids: set[str]) -> dict[str, Any] | None:
-    """The snapshot payload without the person's episodes (in the injected list, the rendered block
-    and the retrieval trace's candidates), or None when they are not in it."""
-
-    def theirs(item: Any) -> bool:
-        return isinstance(item, dict) and (item.get("sender_id") == sender_id or item.get("episode_id") in episode_ids)
-
-    episodes = payload.get("episodes") or []
-    kept = [e for e in episodes if not theirs(e)]
-    retrieval = payload.get("retrieval")
-    candidates = retrieval.get("candidates") if isinstance(retrieval, dict) else None
-    kept_candidates = [c for c in candidates or [] if not theirs(c)]
-    if len(kept) == len(episodes) and len(kept_candidates) == len(candidates or []):
-        return None
-    blocks = [b for b in payload.get("system_blocks") or [] if not str(b).startswith(MEMORIES_BLOCK)]
-    if kept:
-        blocks.append(memory_block(kept))
-    rewritten = {**payload, "episodes": kept, "system_blocks": blocks}
-    if isinstance(retrieval, dict) and candidates is not None:
-        rewritten["retrieval"] = {**retrieval, "candidates": kept_candidates}
-    return rewritten
-
-
-def _snapshots_to_rewrite(
-    sender_id: str, episode_ids: set[str], snapshots: Iterable[InjectionSnapshot]
-) -> Iterator[tuple[InjectionSnapshot, dict[str, Any]]]:
-    """(snapshot, new payload) for each of `snapshots` that holds the person's episodes."""
-    for snapshot in snapshots:
-        rewritten = _without_subject(snapshot.payload, sender_id, episode_ids)
-        if rewritten is not None:
-            yield snapshot, rewritten
 
 
 def _other_snapshots(sender_id: str, bot_uuid: str) -> QuerySet[InjectionSnapshot]:
@@ -304,9 +272,9 @@ def _erase(
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
         others = _other_snapshots(sender_id, bot_uuid)
         found.rewrites = list(
-            _snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites]))
+            snapshots_to_rewrite(sender_id, episode_ids, _by_pk(others, [s.pk for s, _ in found.rewrites]))
         )
-        found.rewrites += _snapshots_to_rewrite(
+        found.rewrites += snapshots_to_rewrite(
             sender_id, episode_ids, paging.iter_in_batches(others.filter(pk__gt=snapshot_mark), BATCH)
         )
         entries = _audit_entries(bot_uuid)
@@ -326,7 +294,9 @@ def _erase(
             audit.erase_identifiers(
                 entry,
                 sender_id=entry.sender_id == sender_id,
-                target_id=entry.target_id == f"{PROFILE_SPEAKER}:{sender_id}",
+                # their profile, or a fact about them (`facts.target_id`: subject and key)
+                target_id=entry.target_id == f"{PROFILE_SPEAKER}:{sender_id}"
+                or (entry.target_type == "fact" and entry.target_id.startswith(facts.target_id(sender_id, ""))),
             )
         for snapshot, payload in found.rewrites:
             snapshot.set_payload(payload)
@@ -429,7 +399,7 @@ def _find(
     return _Found(
         episode_rows=episode_rows,
         profile_pks=list(profiles.values_list("pk", flat=True)),
-        rewrites=list(_snapshots_to_rewrite(sender_id, episode_ids, paging.iter_in_batches(other_snapshots, BATCH))),
+        rewrites=list(snapshots_to_rewrite(sender_id, episode_ids, paging.iter_in_batches(other_snapshots, BATCH))),
         to_redact=list(_audit_to_redact(sender_id, targets, paging.iter_in_batches(entries, BATCH))),
     )
 
