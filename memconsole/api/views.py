@@ -73,7 +73,9 @@ def not_found(request: HttpRequest, *args: Any, **kwargs: Any) -> JsonResponse:
 
 
 def _is_api(request: HttpRequest) -> bool:
-    return request.path_info == "/api" or request.path_info.startswith("/api/")
+    """A request of the bot-facing faces (the JSON API and the MCP endpoint), which answer JSON."""
+    path = request.path_info
+    return path in ("/api", "/mcp") or path.startswith(("/api/", "/mcp/"))
 
 
 def bad_request(request: HttpRequest, exception: Exception, **kwargs: Any) -> HttpResponse:

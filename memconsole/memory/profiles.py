@@ -276,7 +276,8 @@ def change_profile(
         }
         adjusted = ["notes"] if notes_cut else []
         if _unchanged(current, data):  # also for a profile not written yet: an empty update makes none
-            return ProfileChange(row)  # it changes nothing: no new version, no audit entry (as for facts)
+            # It changes nothing: no new version, no audit entry (as for facts); a cut still says so.
+            return ProfileChange(row, adjusted=adjusted)
         report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
         row = save_profile(
             keys,

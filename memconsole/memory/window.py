@@ -16,6 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -159,15 +160,21 @@ def recent_messages(keys: ScopeKeys, limit: Any = None) -> list[Message]:
     history reads."""
     size = window_size(keys.bot_uuid)
     limit = size if limit is None else validate_window_size(limit)
-    rows = list(
-        WindowMessage.objects.filter(scope_key=keys.scope_key).order_by("-created_at", "-id")[: min(limit, size)]
-    )
+    rows = list(_kept(keys.scope_key).order_by("-created_at", "-id")[: min(limit, size)])
     return [_message(row) for row in reversed(rows)]
+
+
+def _kept(scope_key: str) -> QuerySet[WindowMessage]:
+    """A chat's messages within retention: one past it is never served, even before the next
+    message of an idle chat drops it (`trim`)."""
+    rows = WindowMessage.objects.filter(scope_key=scope_key)
+    days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
+    return rows.filter(created_at__gte=timezone.now() - timedelta(days=days)) if days else rows
 
 
 def chat_messages(scope_key: str, limit: int = MAX_WINDOW_SIZE) -> list[Message]:
     """A chat's window as the console shows it (newest last)."""
-    rows = list(WindowMessage.objects.filter(scope_key=scope_key).order_by("-created_at", "-id")[:limit])
+    rows = list(_kept(scope_key).order_by("-created_at", "-id")[:limit])
     return [_message(row) for row in reversed(rows)]
 
 

@@ -287,6 +287,8 @@ def test_it_answers_json_for_errors_raised_before_any_view(client):
     response = client.get("/api/v1/openapi.json", headers={"Host": "evil.example"})
     error_of(response, 400, "bad_request")
     assert client.get("/", headers={"Host": "evil.example"})["Content-Type"].startswith("text/html")
+    refused = client.post("/mcp", data="{}", content_type="application/json", headers={"Host": "evil.example"})
+    error_of(refused, 400, "bad_request")  # the MCP face answers JSON too, not the console's page
 
 
 def test_it_answers_json_for_server_errors_under_api(rf):
@@ -294,6 +296,7 @@ def test_it_answers_json_for_server_errors_under_api(rf):
     assert response.status_code == 500 and response["Content-Type"] == "application/json"
     assert json.loads(response.content)["error"]["code"] == "internal_error"
     assert views.server_error(rf.get("/"))["Content-Type"].startswith("text/html")
+    assert views.server_error(rf.post("/mcp"))["Content-Type"] == "application/json"  # the MCP face too
 
 
 def test_it_answers_413_when_djangos_own_body_cap_is_lower(api, settings):

@@ -193,3 +193,13 @@ def test_inject_brings_the_speakers_facts_and_on_request_the_window(api):
         ("user", "hello"),
         ("assistant", "hi!"),
     ]
+
+
+def test_a_message_past_retention_is_not_served_even_before_the_next_one(api, settings):
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 0
+    say(api, "user", "long ago", created_at="2020-01-01T00:00:00Z")
+    say(api, "user", "recent")
+    settings.MEMCONSOLE_WINDOW_RETENTION_DAYS = 30  # an idle chat: no new message drops the old one
+    assert [m["content"] for m in api.get("messages", SCOPE_A).json()["messages"]] == ["recent"]
+    body = api.post("inject", {**SCOPE_A, "query": "hello", "include_window": True}).json()
+    assert [m["content"] for m in body["context"]["history"]] == ["recent"]

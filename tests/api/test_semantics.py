@@ -145,6 +145,12 @@ def test_an_empty_update_makes_no_profile_and_a_guarded_writer_still_holds(api, 
     assert _update(api, add_traits=["x"], if_version=0)["version"] == 1
 
 
+def test_a_cut_that_changes_nothing_still_says_the_notes_were_cut(api):
+    full = _update(api, set={"notes": "n" * 2000})
+    body = _update(api, append_notes="more")
+    assert (body["version"], body["adjusted"]) == (full["version"], ["notes"])
+
+
 def test_it_refuses_an_if_version_that_is_no_version_number(api):
     assert api.post("profile", {**SPEAKER, "if_version": -1}).status_code == 422
     for beyond in (2**31, 1e300):  # no version can be that high: a bad request, not a conflict
