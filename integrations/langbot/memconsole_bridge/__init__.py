@@ -22,6 +22,7 @@ __all__ = [
     "Speaker",
     "Turn",
     "error_text",
+    "one_line",
     "session_name_of",
     "speaker_of",
     "turn_of",
@@ -82,6 +83,13 @@ def session_name_of(session: Any) -> str:
 def speaker_of(query_vars: dict[str, Any]) -> Speaker:
     """The current speaker, from the query variables LangBot sets for every message."""
     return Speaker(str(query_vars.get("sender_id", "") or ""), str(query_vars.get("sender_name", "") or ""))
+
+
+def one_line(value: Any) -> str:
+    """A stored value as a tool or command prints it: on one line (line breaks and other whitespace
+    runs as single spaces), so a memory a chat participant wrote cannot pose as another record, as
+    memconsole's own injected block does (`injection.one_line`)."""
+    return " ".join(str(value or "").split())
 
 
 def error_text(error: Exception) -> str:

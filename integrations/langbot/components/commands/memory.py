@@ -9,7 +9,7 @@ from typing import Any
 from langbot_plugin.api.definition.components.command.command import Command
 from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
 from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, Turn, error_text, session_name_of, turn_of
+from memconsole_bridge import MemconsoleError, SettingsError, Turn, error_text, one_line, session_name_of, turn_of
 
 LIST_DEFAULT, LIST_MAX = 10, 50
 USAGE = "Usage: !memory | !memory list [n] | !memory search <query> | !memory forget <id> | !memory export"
@@ -25,9 +25,9 @@ async def _turn(command: Command, context: ExecuteContext) -> Turn:
 
 
 def _line(episode: Mapping[str, Any]) -> str:
-    who = episode.get("sender_name") or episode.get("sender_id") or "unknown"
+    who = one_line(episode.get("sender_name") or episode.get("sender_id") or "unknown")
     when = (episode.get("timestamp") or "")[:10] or "-"
-    return f"- {episode['episode_id']} ({when}) {who}: {episode['content']}"
+    return f"- {episode['episode_id']} ({when}) {who}: {one_line(episode['content'])}"
 
 
 class Memory(Command):
@@ -46,14 +46,14 @@ class Memory(Command):
                 yield CommandReturn(text=error_text(error))
                 return
             lines = [f"[Memory] memconsole, isolation: {turn.settings.isolation}", f"Session: {turn.session_name}"]
-            lines.append(f"Current speaker: {turn.speaker.name or '-'} ({turn.speaker.id or '-'})")
+            lines.append(f"Current speaker: {one_line(turn.speaker.name) or '-'} ({turn.speaker.id or '-'})")
             lines.append(
-                f"Session profile: {session['name'] or '-'}, {len(session['traits'])} traits, "
+                f"Session profile: {one_line(session['name']) or '-'}, {len(session['traits'])} traits, "
                 f"{len(session['preferences'])} preferences (version {session['version']})"
             )
             if speaker is not None:
                 lines.append(
-                    f"Speaker profile: {speaker['name'] or '-'}, {len(speaker['traits'])} traits, "
+                    f"Speaker profile: {one_line(speaker['name']) or '-'}, {len(speaker['traits'])} traits, "
                     f"{len(speaker['preferences'])} preferences (version {speaker['version']})"
                 )
             lines.append("Newest memory: " + (_line(newest["episodes"][0])[2:] if newest["episodes"] else "(none)"))

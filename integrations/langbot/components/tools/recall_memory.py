@@ -7,7 +7,7 @@ from typing import Any
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
 from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, error_text, session_name_of, turn_of
+from memconsole_bridge import MemconsoleError, SettingsError, error_text, one_line, session_name_of, turn_of
 
 MAX_TOP_K = 20
 
@@ -45,7 +45,8 @@ class RecallMemory(Tool):
             return "No matching memories."
         lines = []
         for n, hit in enumerate(hits, 1):
-            who = hit["sender_name"] or hit["sender_id"] or "unknown"
+            who = one_line(hit["sender_name"] or hit["sender_id"] or "unknown")
             when = (hit["timestamp"] or "")[:10] or "-"
-            lines.append(f"[{n}] ({when}) {who}: {hit['content']} [id {hit['episode_id']}, score {hit['score']:.2f}]")
+            content = one_line(hit["content"])
+            lines.append(f"[{n}] ({when}) {who}: {content} [id {hit['episode_id']}, score {hit['score']:.2f}]")
         return "\n".join(lines)
