@@ -66,14 +66,32 @@ def is_episode_id(value: Any) -> bool:
 
 
 def validate_speaker(value: Any, name: str = "sender_id") -> str:
-    """A speaker's id or name: text of at most MAX_SENDER_CHARS, trimmed (" u7 " is u7, as in
-    profiles, facts and the window, so erasure and speaker matching see one person), on one line:
-    a name is written into the headers of an injected prompt, so no line breaks or other control
-    characters."""
-    cleaned: str = text(value, name, MAX_SENDER_CHARS).strip()
-    if any(unicodedata.category(char) == "Cc" for char in cleaned):
-        raise ValidationError(f"{name} may not contain line breaks or other control characters", field=name)
+    """A speaker's id or name: text of at most MAX_SENDER_CHARS, trimmed of spaces and invisible
+    format characters (" u7 " and "\ufeffu7" are u7, as in profiles, facts and the window, so erasure
+    and speaker matching see one person), on one line: a name is written into the headers of an
+    injected prompt, so no line breaks or other control characters. An id (a platform's identifier)
+    holds no invisible character at all; a name may (the joiner inside an emoji)."""
+    cleaned = _trimmed(text(value, name, MAX_SENDER_CHARS))
+    refused = LINE_BREAKING | ({"Cf"} if name == "sender_id" else set())
+    if any(unicodedata.category(char) in refused for char in cleaned):
+        raise ValidationError(
+            f"{name} may not contain line breaks or other control or invisible characters", field=name
+        )
     return cleaned
+
+
+# Control characters and the line and paragraph separators: what may break a line of a prompt.
+LINE_BREAKING = {"Cc", "Zl", "Zp"}
+
+
+def _trimmed(value: str) -> str:
+    """`value` without whitespace or invisible format characters (zero-width space, BOM, marks) at its ends."""
+    start, end = 0, len(value)
+    while start < end and (value[start].isspace() or unicodedata.category(value[start]) == "Cf"):
+        start += 1
+    while end > start and (value[end - 1].isspace() or unicodedata.category(value[end - 1]) == "Cf"):
+        end -= 1
+    return value[start:end]
 
 
 def text(value: Any, name: str, max_chars: int, required: bool = False) -> str:

@@ -51,3 +51,29 @@ def test_content_is_measured_after_trimming(keys, system):
     limit = validation.max_content_chars()
     episodes.remember(keys, system, " " * 20 + "x" * limit + "\n")
     assert len(Episode.objects.get().content) == limit
+
+
+@pytest.mark.parametrize("padded", ["u1\u200b", "\ufeffu1", " u1\u2060 "])
+def test_an_id_with_invisible_characters_at_its_ends_is_the_same_person(keys, system, padded):
+    episodes.remember(keys, system, "I like tea", sender_id=padded, sender_name="\u200bAlice\ufeff")
+    assert (Episode.objects.get().sender_id, Episode.objects.get().sender_name) == ("u1", "Alice")
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sender_id", "u\u200b1"),
+        ("sender_id", "ec\u202eilA"),
+        ("sender_name", "Al\u2028ice"),
+        ("sender_name", "A\u2029B"),
+    ],
+)
+def test_an_invisible_or_line_separating_character_inside_is_refused(keys, system, field, value):
+    with pytest.raises(ValidationError, match="invisible characters"):
+        episodes.remember(keys, system, "hello", **{"sender_id": "u1", field: value})
+
+
+def test_a_name_may_hold_the_joiner_of_an_emoji(keys, system):
+    family = "Ana \U0001f468\u200d\U0001f469\u200d\U0001f467"
+    episodes.remember(keys, system, "hello", sender_id="u1", sender_name=family)
+    assert Episode.objects.get().sender_name == family
