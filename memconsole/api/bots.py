@@ -20,7 +20,7 @@ from memconsole.memory.errors import ValidationError
 from memconsole.memory.scopes import ScopeKeys
 
 from .auth import actor_for, scope_for
-from .fields import DateTime, IsolationName, Text
+from .fields import DateTime, IsolationName, Text, Trimmed
 from .parser import JsonBody, StrictQuery
 from .schemas import Request, ScopedRequest, Timestamp
 
@@ -94,14 +94,15 @@ Subject = Annotated[
         max_length=MAX_SUBJECT_CHARS,
         description="who or what the fact is about; a speaker's sender_id puts it on their profile",
     ),
+    Trimmed,
 ]
-FactKey = Annotated[Text, Field(min_length=1, max_length=MAX_FACT_KEY_CHARS)]
+FactKey = Annotated[Text, Field(min_length=1, max_length=MAX_FACT_KEY_CHARS), Trimmed]
 
 
 class FactRequest(ScopedRequest):
     subject: Subject
     key: FactKey
-    value: Annotated[Text, Field(min_length=1, max_length=facts.MAX_VALUE_CHARS)]
+    value: Annotated[Text, Field(min_length=1, max_length=facts.MAX_VALUE_CHARS), Trimmed]
 
 
 class FactQuery(ScopedRequest):

@@ -59,8 +59,9 @@ def _no_comma(value: str) -> str:
 
 
 def within_content_limit(value: str) -> str:
+    """Content within the limit once trimmed, as the domain stores it."""
     limit = validation.max_content_chars()
-    if len(value) > limit:
+    if len(value.strip()) > limit:
         raise PydanticCustomError("string_too_long", "is longer than {limit} characters", {"limit": limit})
     return value
 
@@ -88,14 +89,25 @@ def _datetime(value: Any) -> datetime:
 
 
 Text = Annotated[str, Strict()]
+
+
+def _trimmed(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value  # a wrong type is refused by `Text`
+
+
+# Put last in an `Annotated`, it runs first: a length limit is measured on the text the domain keeps.
+Trimmed = BeforeValidator(_trimmed)
 Query = Annotated[
-    Text, Field(max_length=validation.MAX_QUERY_CHARS, json_schema_extra=NON_BLANK), AfterValidator(not_blank)
+    Text,
+    Field(max_length=validation.MAX_QUERY_CHARS, json_schema_extra=NON_BLANK),
+    AfterValidator(not_blank),
+    Trimmed,
 ]
-Sender = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS)]
+Sender = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS), Trimmed]
 Tag = Annotated[Text, Field(max_length=validation.MAX_TAG_CHARS, pattern="^[^,]*$"), AfterValidator(_no_comma)]
 Tags = Annotated[list[Tag], Field(max_length=validation.MAX_TAGS)]
 Item = Annotated[
-    Text, Field(max_length=validation.MAX_ITEM_CHARS, json_schema_extra=NON_BLANK), AfterValidator(not_blank)
+    Text, Field(max_length=validation.MAX_ITEM_CHARS, json_schema_extra=NON_BLANK), AfterValidator(not_blank), Trimmed
 ]
 # The bounds go before the validator, on the integer itself, so that the JSON Schema carries them.
 Importance = Annotated[

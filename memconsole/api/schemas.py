@@ -45,6 +45,7 @@ from .fields import (
     Tags,
     Text,
     TopK,
+    Trimmed,
     content_schema,
     not_blank,
     whole_number,
@@ -135,7 +136,7 @@ class ProfileQuery(ScopedRequest):
 
 
 class ProfileChanges(Request):
-    name: Annotated[Text, Field(max_length=validation.MAX_PROFILE_NAME)] | None = None
+    name: Annotated[Text, Field(max_length=validation.MAX_PROFILE_NAME), Trimmed] | None = None
     notes: Text | None = Field(
         None, description=f"cut at {validation.MAX_NOTES} characters (then `adjusted` names notes)"
     )

@@ -83,13 +83,13 @@ def _clean(changes: dict[str, Any]) -> dict[str, Any]:
         if value is UNCHANGED:
             continue
         if name == "content":
-            clean[name] = text(value, "content", max_content_chars(), required=True).strip()
+            clean[name] = text(value, "content", max_content_chars(), required=True, trim=True)
         elif name == "tags":
             clean[name] = validate_tags(value)
         elif name == "importance":
             clean[name] = clamp_importance(value)[0]
         elif name in ("sender_id", "sender_name"):
-            clean[name] = text(value, name, MAX_SENDER_CHARS).strip()
+            clean[name] = text(value, name, MAX_SENDER_CHARS, trim=True)
         elif name == "timestamp":
             stamp = validate_datetime(value, "timestamp")
             if stamp is None:
@@ -266,7 +266,7 @@ def add_episode(
         tags=tags,
         importance=importance,
         sender_id=validate_speaker(sender_id),
-        sender_name=text(sender_name, "sender_name", MAX_SENDER_CHARS).strip(),
+        sender_name=text(sender_name, "sender_name", MAX_SENDER_CHARS, trim=True),
         timestamp=timestamp,
         source="console",
     )

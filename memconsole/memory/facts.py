@@ -53,11 +53,11 @@ def _view(fact: Fact) -> FactView:
 
 
 def _subject(value: Any) -> str:
-    return text(value, "subject", MAX_SUBJECT_CHARS, required=True).strip()
+    return text(value, "subject", MAX_SUBJECT_CHARS, required=True, trim=True)
 
 
 def _key(value: Any) -> str:
-    return text(value, "key", MAX_FACT_KEY_CHARS, required=True).strip()
+    return text(value, "key", MAX_FACT_KEY_CHARS, required=True, trim=True)
 
 
 def target_id(subject: str, key: str) -> str:
@@ -71,7 +71,7 @@ def remember_fact(
     """Upsert the fact (subject, key) of this space; the value it replaces is kept as a version."""
     actor.require_bot(keys)
     subject, key = _subject(subject), _key(key)
-    value = text(value, "value", MAX_VALUE_CHARS, required=True).strip()
+    value = text(value, "value", MAX_VALUE_CHARS, required=True, trim=True)
     now = updated_at or timezone.now()
     with transaction.atomic():
         register_scope(keys)

@@ -85,7 +85,7 @@ class EpisodeFilter:
             # Validated in this order (the first bad one is reported): tags, sender, tag, the rest.
             tags=tuple(validate_tags(tags)),
             sender_id=validate_speaker(sender_id) if sender_id else "",
-            tag=text(tag, "tag", MAX_TAG_CHARS).strip() if tag else "",
+            tag=text(tag, "tag", MAX_TAG_CHARS, trim=True) if tag else "",
             importance_min=None if importance_min is None else validate_importance(importance_min, "importance_min"),
             time_after=validate_datetime(time_after, "time_after"),
             time_before=validate_datetime(time_before, "time_before"),

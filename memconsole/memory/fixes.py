@@ -51,7 +51,7 @@ def fix_from_snapshot(
         raise ValidationError("this snapshot belongs to another memory space")
     if action not in ACTIONS:
         raise ValidationError(f"unknown fix {action!r} (use {', '.join(ACTIONS)})", field="action")
-    why = text(reason, "reason", MAX_REASON_CHARS).strip()
+    why = text(reason, "reason", MAX_REASON_CHARS, trim=True)
     if not why:
         raise ValidationError(
             said(gettext_noop("say why the memory is wrong: the reason goes into the audit log")), field="reason"

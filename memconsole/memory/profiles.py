@@ -59,7 +59,7 @@ def _items(value: Any, name: str) -> list[str]:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ValidationError(f"{name} must be a list of strings", field=name)
-    return [text(item, name, MAX_ITEM_CHARS, required=True).strip() for item in value]
+    return [text(item, name, MAX_ITEM_CHARS, required=True, trim=True) for item in value]
 
 
 def apply_items(current: list[str], add: list[str], remove: list[str], limit: int) -> tuple[list[str], list[str]]:
@@ -242,11 +242,11 @@ def change_profile(
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     if name is not None:
-        name = text(name, "name", MAX_PROFILE_NAME).strip()
+        name = text(name, "name", MAX_PROFILE_NAME, trim=True)
     if notes is not None:
         notes = text(notes, "notes", sys.maxsize)
     if append_notes is not None:
-        append_notes = text(append_notes, "append_notes", sys.maxsize).strip()
+        append_notes = text(append_notes, "append_notes", sys.maxsize, trim=True)
     if_version = _if_version(if_version)
     add_traits, remove_traits = _items(add_traits, "traits"), _items(remove_traits, "traits")
     add_preferences, remove_preferences = (
@@ -327,7 +327,7 @@ def validate_profile_data(data: Any) -> dict[str, Any]:
     traits = _within_limit(_items(data.get("traits"), "traits"), MAX_TRAITS, "traits")
     preferences = _within_limit(_items(data.get("preferences"), "preferences"), MAX_PREFERENCES, "preferences")
     return {
-        "name": text(data.get("name"), "name", MAX_PROFILE_NAME).strip(),
+        "name": text(data.get("name"), "name", MAX_PROFILE_NAME, trim=True),
         "traits": traits,
         "preferences": preferences,
         "notes": text(data.get("notes"), "notes", MAX_NOTES),

@@ -47,7 +47,7 @@ class SessionSummary:
 def list_sessions(actor: Actor, bot_uuid: Any, *, limit: int = MAX_SESSIONS) -> list[SessionSummary]:
     """The bot's sessions (the spaces seen for it), most recently used first, each with the number of
     episodes written in it. `PermissionDenied` unless the actor may use the bot."""
-    bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True).strip()
+    bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True, trim=True)
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_SESSIONS:
         raise ValidationError(f"limit must be a whole number from 1 to {MAX_SESSIONS}", field="limit")
     actor.require_bot(bot_uuid)

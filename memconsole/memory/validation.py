@@ -94,10 +94,13 @@ def _trimmed(value: str) -> str:
     return value[start:end]
 
 
-def text(value: Any, name: str, max_chars: int, required: bool = False) -> str:
-    """A string of at most `max_chars` characters, without NUL or lone surrogates (None reads as "")."""
+def text(value: Any, name: str, max_chars: int, required: bool = False, trim: bool = False) -> str:
+    """A string of at most `max_chars` characters, without NUL or lone surrogates (None reads as "");
+    with `trim`, its outer whitespace removed first, so the limit is the text that is kept."""
     if value is None:
         value = ""
+    if trim and isinstance(value, str):
+        value = value.strip()
     if not isinstance(value, str):
         raise ValidationError(f"{name} must be a string", field=name)
     if "\x00" in value:
@@ -118,7 +121,7 @@ def validate_tags(tags: Any) -> list[str]:
         raise ValidationError("tags must be a list of strings", field="tags")
     out: list[str] = []
     for tag in tags:
-        tag = text(tag, "tags", MAX_TAG_CHARS).strip()
+        tag = text(tag, "tags", MAX_TAG_CHARS, trim=True)
         if "," in tag:
             raise ValidationError("a tag may not contain a comma", field="tags")
         if tag and tag not in out:

@@ -69,7 +69,7 @@ def validate_window_size(value: Any) -> int:
 
 def set_window_size(actor: Actor, bot_uuid: Any, size: Any) -> int:
     """Set a bot's window size (audited); each chat's window is cut to it at its next message."""
-    bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True).strip()
+    bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True, trim=True)
     actor.require_bot(bot_uuid)
     new_size: int = validate_window_size(size)
     with transaction.atomic():
@@ -106,7 +106,7 @@ def append_message(
 ) -> Message:
     """Append one message to the chat's window and drop what falls out of it."""
     actor.require_bot(keys)
-    role = text(role, "role", MAX_ROLE_CHARS, required=True).strip().lower()
+    role = text(role, "role", MAX_ROLE_CHARS, required=True, trim=True).lower()
     if role not in ROLES:
         raise ValidationError(f"role must be one of {', '.join(ROLES)}", field="role")
     content = text(content, "content", max_content_chars(), required=True)

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from memconsole.api import site
+from memconsole.memory import validation
 from memconsole.memory.models import AuditEntry, Episode, Profile, ProfileVersion
 
 from .conftest import SCOPE_A, memory_rows
@@ -176,3 +177,15 @@ def test_it_documents_the_new_fields_and_the_409():
     assert conflict == {"$ref": "#/components/schemas/ConflictError"}
     assert "current_version" in schemas["ConflictDetail"]["required"]
     assert "409" not in document["paths"]["/remember"]["post"]["responses"]
+
+
+def test_every_limit_is_measured_on_the_text_that_is_kept(api):
+    limit = validation.max_content_chars()
+    remembered = api.post("remember", {**SCOPE_A, "content": "  " + "x" * limit + "\n\n"})
+    assert remembered.status_code == 201, remembered.content
+    found = api.post("recall", {**SCOPE_A, "query": " " * 5 + "x" * validation.MAX_QUERY_CHARS + " "})
+    assert found.status_code == 200, found.content
+    body = _update(api, set={"name": " " + "n" * validation.MAX_PROFILE_NAME + " "}, add_traits=[" " + "t" * 200 + " "])
+    assert (len(body["name"]), body["traits"]) == (validation.MAX_PROFILE_NAME, ["t" * 200])
+    padded = api.post("remember", {**SCOPE_A, "content": "hi", "sender_id": " " + "u" * 255 + " "})
+    assert padded.status_code == 201, padded.content

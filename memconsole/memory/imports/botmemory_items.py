@@ -44,9 +44,9 @@ def fact_in(keys: ScopeKeys, where: str, subject: Any, key: Any, value: Any, upd
     return FactIn(
         keys=keys,
         where=where,
-        subject=fields.text(subject, where, "subject", MAX_SUBJECT_CHARS, required=True).strip(),
-        key=fields.text(key, where, "key", MAX_FACT_KEY_CHARS, required=True).strip(),
-        value=fields.text(value, where, "value", MAX_VALUE_CHARS, required=True).strip(),
+        subject=fields.text(subject, where, "subject", MAX_SUBJECT_CHARS, required=True, trim=True),
+        key=fields.text(key, where, "key", MAX_FACT_KEY_CHARS, required=True, trim=True),
+        value=fields.text(value, where, "value", MAX_VALUE_CHARS, required=True, trim=True),
         updated_at=fields.time(updated_at, where, "updated_at"),
     )
 
@@ -61,7 +61,7 @@ def message_in(
     sender_id: Any = "",
     sender_name: Any = "",
 ) -> MessageIn:
-    role_text = fields.text(role, where, "role", 32, required=True).strip().lower()
+    role_text = fields.text(role, where, "role", 32, required=True, trim=True).lower()
     if role_text not in ROLES:
         raise fields.fail(where, "role", gettext_noop("must be one of %(roles)s"), roles=", ".join(ROLES))
     return MessageIn(
@@ -70,8 +70,8 @@ def message_in(
         role=role_text,
         content=fields.content(content, where),
         created_at=fields.time(created_at, where, "created_at") or imported_at,
-        sender_id=fields.text(sender_id, where, "sender_id", MAX_SENDER_CHARS).strip(),
-        sender_name=fields.text(sender_name, where, "sender_name", MAX_SENDER_CHARS).strip(),
+        sender_id=fields.text(sender_id, where, "sender_id", MAX_SENDER_CHARS, trim=True),
+        sender_name=fields.text(sender_name, where, "sender_name", MAX_SENDER_CHARS, trim=True),
     )
 
 

@@ -61,13 +61,14 @@ def fail(where: str, name: str, reason: str | Said, **values: Any) -> ImportFile
     )
 
 
-def text(value: Any, where: str, name: str, max_chars: int, required: bool = False) -> str:
-    """A string (an int is taken as its digits) of at most `max_chars`, without NUL or lone surrogates."""
+def text(value: Any, where: str, name: str, max_chars: int, required: bool = False, trim: bool = False) -> str:
+    """A string (an int is taken as its digits) of at most `max_chars`, without NUL or lone surrogates;
+    with `trim`, its outer whitespace removed first, so the limit is the text that is kept."""
     if value is None:
         value = ""
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise fail(where, name, MUST_BE_STRING)
-    out = str(value)
+    out = str(value).strip() if trim else str(value)
     if "\x00" in out:
         raise fail(where, name, HAS_NUL)
     if not validation.is_utf8(out):
@@ -103,7 +104,7 @@ def content(value: Any, where: str, name: str = "content") -> str:
     """An episode's text: a string (a number is a wrong type here), trimmed, not empty, within the limit."""
     if value is not None and not isinstance(value, str):
         raise fail(where, name, MUST_BE_STRING)
-    return text((value or "").strip(), where, name, validation.max_content_chars(), required=True)
+    return text(value or "", where, name, validation.max_content_chars(), required=True, trim=True)
 
 
 def importance(value: Any, where: str, notes: list[Note]) -> int:
@@ -194,7 +195,7 @@ def source(value: Any, where: str) -> str:
         return ""
     if not isinstance(value, str):
         raise fail(where, "source", MUST_BE_STRING)
-    return text(value, where, "source", MAX_OLD_ID_CHARS).strip()[:MAX_SOURCE_CHARS]
+    return text(value, where, "source", MAX_OLD_ID_CHARS, trim=True)[:MAX_SOURCE_CHARS]
 
 
 def time(value: Any, where: str, name: str = "timestamp") -> datetime | None:

@@ -76,8 +76,10 @@ def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) ->
         tags=fields.tags(record.get("tags"), where),
         importance=fields.importance(record.get("importance"), where, notes),
         timestamp=fields.episode_time(record.get("timestamp"), where, notes, imported_at),
-        sender_id=fields.text(record.get("sender_id"), where, "sender_id", validation.MAX_SENDER_CHARS).strip(),
-        sender_name=fields.text(record.get("sender_name"), where, "sender_name", validation.MAX_SENDER_CHARS).strip(),
+        sender_id=fields.text(record.get("sender_id"), where, "sender_id", validation.MAX_SENDER_CHARS, trim=True),
+        sender_name=fields.text(
+            record.get("sender_name"), where, "sender_name", validation.MAX_SENDER_CHARS, trim=True
+        ),
         status=fields.status(record.get("status"), where, notes),
         superseded_by=fields.old_id(superseded_by, where) if superseded_by else "",
         original_source=fields.source(record.get("original_source") or record.get("source"), where),

@@ -120,7 +120,9 @@ def _passage(record: Any, where: str, keys: Any, imported_at: datetime) -> Episo
         tags=fields.tags(record.get("tags"), where),
         importance=fields.importance(meta.get("importance"), where + " metadata", notes),
         timestamp=fields.episode_time(record.get("created_at"), where, notes, imported_at, "created_at"),
-        sender_id=fields.text(meta.get("sender_id"), where, "metadata.sender_id", validation.MAX_SENDER_CHARS).strip(),
+        sender_id=fields.text(
+            meta.get("sender_id"), where, "metadata.sender_id", validation.MAX_SENDER_CHARS, trim=True
+        ),
         sender_name="",
         status="active",
         superseded_by="",

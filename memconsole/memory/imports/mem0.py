@@ -170,7 +170,7 @@ def _episode(
     notes: list[fields.Note] = []
     content = record.get("memory", record.get("content", record.get("text")))
     raw_user = record.get("user_id")
-    user = fields.text(raw_user, where, "user_id", validation.MAX_SENDER_CHARS).strip() if raw_user else ""
+    user = fields.text(raw_user, where, "user_id", validation.MAX_SENDER_CHARS, trim=True) if raw_user else ""
     sender_id, sender_name = speakers.get(user, (user, ""))
     meta = record.get("metadata")
     if meta is not None and not isinstance(meta, dict):
@@ -195,7 +195,7 @@ def _episode(
         importance=fields.importance(meta.get("importance"), where + " metadata", notes),
         timestamp=fields.episode_time(record.get("created_at"), where, notes, imported_at, "created_at"),
         sender_id=sender_id,
-        sender_name=fields.text(sender_name, where, "user.name", validation.MAX_SENDER_CHARS).strip(),
+        sender_name=fields.text(sender_name, where, "user.name", validation.MAX_SENDER_CHARS, trim=True),
         status=_state(record.get("state"), where, notes),
         superseded_by="",
         original_source=fields.source(record.get("app") or "mem0", where),
