@@ -357,6 +357,14 @@ API_ROWS = [
         api=True,
     ),
     Row("mcp", "get", "/mcp", (405,) * len(API_CALLERS), None, api=True),
+    Row(  # the same endpoint as a client may spell it
+        "mcp/",
+        "post",
+        "/mcp/",
+        (401, 200, 401, 401, 401, 401, 200),
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        api=True,
+    ),
 ]
 
 # The Django admin: only staff get past the login; then the model permissions of the admin role.
