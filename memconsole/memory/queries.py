@@ -387,10 +387,11 @@ def bot_audit_entries(bot_uuid: str) -> Q:
 
 def visible_audit_entries(actor: Actor) -> QuerySet[AuditEntry]:
     """Every entry the actor may read: all of them, or for an actor limited to some bots those of
-    their spaces only (entries outside any space, such as token or user events, are not theirs)."""
+    their spaces, and of the entries outside any space (token and user events) those they wrote
+    themselves: another admin's are not theirs to read."""
     if actor.bot_uuids is None:
         return AuditEntry.objects.all()
-    visible = Q(pk__in=[])
+    visible = Q(chain="", actor=actor.label[:255])
     for bot_uuid in sorted(actor.bot_uuids):
         visible |= bot_audit_entries(bot_uuid)
     return AuditEntry.objects.filter(visible)

@@ -8,14 +8,15 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from memconsole.console.diffs import audit_diff
 from memconsole.memory import accounts, health, profiles, tokens
 from memconsole.memory.episodes import remember
-from memconsole.memory.models import AuditEntry
-from memconsole.memory.roles import VIEWER
+from memconsole.memory.audit import Actor
+from memconsole.memory.models import AuditEntry, BotGrant
+from memconsole.memory.roles import ADMIN, VIEWER
 from memconsole.memory.scopes import derive_scope
 
 from .conftest import htmx
@@ -51,6 +52,19 @@ def test_it_shows_a_user_limited_to_some_bots_only_their_spaces_entries(granted_
     assert "Bot B remembers the blue door" in page
     assert "Beijing" not in page and "<code>token_create</code>" not in page and "<code>user_create</code>" not in page
     assert "Beijing" not in audit_page(granted_client, {"space": "bot-a"})
+
+
+def test_a_bot_limited_admin_reads_the_token_and_user_events_they_wrote(client_for, world, admin_user):
+    limited = User.objects.create_user("limited-admin", password="x-Fresh-Account-7")
+    limited.groups.add(Group.objects.get(name=ADMIN))
+    BotGrant.objects.create(user=limited, bot_uuid="bot-b")
+    actor = Actor.for_user(limited, frozenset({"bot-b"}))
+    tokens.create_token("bot b helper", ["bot-b"], actor)
+    accounts.create_user(limited, "dora", "x-Fresh-Account-8", VIEWER, ["bot-b"])
+
+    page = audit_page(client_for(limited))
+    assert "bot b helper" in page and "dora" in page  # theirs
+    assert "support bot" not in page and "carol" not in page  # another admin's, for all bots
 
 
 def test_it_keeps_bot_grants_exact_whatever_the_case(client_for, granted_viewer, keys, system):
