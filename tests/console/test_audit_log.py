@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from memconsole.console.diffs import audit_diff
 from memconsole.memory import accounts, health, profiles, tokens
-from memconsole.memory.episodes import remember
 from memconsole.memory.audit import Actor
+from memconsole.memory.episodes import remember
 from memconsole.memory.models import AuditEntry, BotGrant
 from memconsole.memory.roles import ADMIN, VIEWER
 from memconsole.memory.scopes import derive_scope
