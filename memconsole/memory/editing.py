@@ -44,6 +44,19 @@ log = logging.getLogger("memconsole.memory")
 # The fields an edit may change, in the order the audit entry lists them.
 EDITABLE = ("content", "tags", "importance", "sender_id", "sender_name", "timestamp")
 EDIT_OPERATIONS = ("episode_edit", "episode_reassign")
+# The summaries of their audit entries, and the words for the fields they name (`wording`).
+EDITED = {
+    "episode_edit": gettext_noop("episode_edit: %(fields)s"),
+    "episode_reassign": gettext_noop("episode_reassign: %(fields)s"),
+}
+FIELD_WORDS = {
+    "content": gettext_noop("content"),
+    "tags": gettext_noop("tags"),
+    "importance": gettext_noop("importance"),
+    "sender_id": gettext_noop("sender_id"),
+    "sender_name": gettext_noop("sender_name"),
+    "timestamp": gettext_noop("timestamp"),
+}
 UNCHANGED: Any = object()
 
 
@@ -172,7 +185,7 @@ def edit_episode(
             sender_name=episode.sender_name,
             target_type="episode",
             target_id=episode.episode_id,
-            summary=said(gettext_noop("%(operation)s: %(fields)s"), operation=operation, fields=", ".join(changed)),
+            summary=said(EDITED[operation], fields=[said(FIELD_WORDS.get(name, name)) for name in changed]),
             before=before,
             after=_image(episode, changed),
             metadata={"version": episode.version, "changed": changed, **(note or {})},

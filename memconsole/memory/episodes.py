@@ -34,6 +34,10 @@ from .validation import NewEpisode, is_episode_id, validate_episode_ids, validat
 from .wording import said
 
 REMEMBERED = gettext_noop("remembered: %(content)s")  # the summary of a new episode's audit entry
+STATUS_CHANGED = {  # and of a status change, by its operation
+    "archive": gettext_noop("archive: %(before)s → %(status)s"),
+    "restore": gettext_noop("restore: %(before)s → %(status)s"),
+}
 
 __all__ = [
     "EpisodePage",
@@ -312,13 +316,7 @@ def _set_status(
                 sender_id=episode.sender_id,
                 target_type="episode",
                 target_id=episode.episode_id,
-                summary=said(
-                    gettext_noop("%(operation)s: %(before)s → %(status)s"),
-                    statuses=("before", "status"),
-                    operation=operation,
-                    before=before,
-                    status=status,
-                ),
+                summary=said(STATUS_CHANGED[operation], statuses=("before", "status"), before=before, status=status),
                 before={"status": before},
                 after={"status": status},
                 metadata=note,

@@ -30,20 +30,13 @@ class Said:
     def english(self) -> str:
         if not self.values:
             return self.message  # formatted only with values, as gettext's messages are
-        return self.message % {
-            name: str(value) if isinstance(value, Said) else value for name, value in self.values.items()
-        }
+        return self.message % {name: _english(value) for name, value in self.values.items()}
 
     def __str__(self) -> str:
         return self.english()
 
     def stored(self) -> dict[str, Any]:
-        kept: dict[str, Any] = {
-            "message": self.message,
-            "values": {
-                name: value.stored() if isinstance(value, Said) else value for name, value in self.values.items()
-            },
-        }
+        kept: dict[str, Any] = {"message": self.message, "values": {n: _stored(v) for n, v in self.values.items()}}
         if self.statuses:
             kept["statuses"] = list(self.statuses)
         return kept
@@ -55,7 +48,8 @@ class Said:
 
 
 def said(message: str, *, statuses: tuple[str, ...] = (), **values: Any) -> Said:
-    """`message` must be marked with gettext_noop where it is written, so the catalogs hold it."""
+    """`message` must be marked with gettext_noop where it is written, so the catalogs hold it. A
+    value may be a `Said`, or a list of them (said one after another: "content, tags")."""
     return Said(message, values, statuses)
 
 
@@ -69,10 +63,28 @@ def in_language(kept: Any, english: str) -> str:
         return english  # stored values that no longer fill the message (an older message's placeholders)
 
 
+def _english(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(str(_english(item)) for item in value)
+    return str(value) if isinstance(value, Said) else value
+
+
+def _stored(value: Any) -> Any:
+    if isinstance(value, list):
+        return [_stored(item) for item in value]
+    return value.stored() if isinstance(value, Said) else value
+
+
 def _translated(kept: dict[str, Any]) -> str:
-    values = {name: _translated(value) if isinstance(value, dict) else value for name, value in kept["values"].items()}
+    values = {name: _translated_value(value) for name, value in kept["values"].items()}
     for name in kept.get("statuses", []):
         if values.get(name) in Status.values:
             values[name] = str(Status(values[name]).label).lower()
     message = gettext(str(kept["message"]))
     return message % values if values else message
+
+
+def _translated_value(value: Any) -> Any:
+    if isinstance(value, list):
+        return ", ".join(str(_translated_value(item)) for item in value)
+    return _translated(value) if isinstance(value, dict) else value

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from django.db import transaction
 
-from memconsole.memory import audit, episodes, tokens
+from memconsole.memory import audit, editing, episodes, tokens
 from memconsole.memory.erasure import erase_subject
 from memconsole.memory.models import AuditEntry
 
@@ -29,13 +29,13 @@ def test_it_shows_summaries_in_chinese_and_spanish(viewer_client, scope_with_epi
 
     chinese = audit_page(viewer_client, **CHINESE)
     assert "已记住：I am planning a trip to Beijing next month" in chinese
-    assert "archive：活跃 → 已归档" in chinese  # the statuses by their labels
+    assert "归档：活跃 → 已归档" in chinese  # the statuses by their labels
     assert "已为 bot-a 创建机器人令牌 &#x27;support bot&#x27;" in chinese
     assert "remembered: I am planning" not in chinese
 
     spanish = audit_page(viewer_client, **SPANISH)
     assert "recordado: My favourite food is dumplings" in spanish
-    assert "archive: activo → archivado" in spanish
+    assert "archivado: activo → archivado" in spanish
     assert "token de bot &#x27;support bot&#x27;" in spanish
 
     assert "remembered: I am planning a trip to Beijing next month" in audit_page(viewer_client)
@@ -45,10 +45,16 @@ def test_it_stores_the_summary_in_english_with_what_translates_it(scope_with_epi
     entry = AuditEntry.objects.filter(operation="archive").get()
     assert entry.payload["summary"] == "archive: active → archived"
     assert entry.payload["said"] == {
-        "message": "%(operation)s: %(before)s → %(status)s",
-        "values": {"operation": "archive", "before": "active", "status": "archived"},
+        "message": "archive: %(before)s → %(status)s",
+        "values": {"before": "active", "status": "archived"},
         "statuses": ["before", "status"],
     }
+
+
+def test_it_names_the_fields_an_edit_changed_in_the_readers_language(viewer_client, scope_with_episodes, keys, system):
+    editing.edit_episode(keys, system, scope_with_episodes[0].episode_id, content="A trip to Chengdu", tags=["trip"])
+    assert "已编辑：内容, 标签" in audit_page(viewer_client, **CHINESE)
+    assert AuditEntry.objects.get(operation="episode_edit").payload["summary"] == "episode_edit: content, tags"
 
 
 def test_it_shows_a_plain_text_summary_as_stored(viewer_client, keys, system):
