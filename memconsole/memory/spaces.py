@@ -60,7 +60,9 @@ def remove_empty_scope(scope: Scope, actor: Actor) -> None:
         if row is None:
             raise NotFound("no such memory space")
         if holds_memory(keys):
-            raise ValidationError("this memory space is not empty: only an empty space can be removed", field="scope")
+            raise ValidationError(
+                said(gettext_noop("this memory space is not empty: only an empty space can be removed")), field="scope"
+            )
         audit.append(
             "scope_remove",
             actor,

@@ -83,6 +83,8 @@ def test_it_refuses_to_remove_a_space_holding_memory(admin_client_, url, scope):
     response = admin_client_.post(url("scope_remove", scope.pk), **htmx())
     assert response.status_code == 400 and b"<html" not in response.content
     assert Scope.objects.filter(pk=scope.pk).exists()
+    chinese = admin_client_.post(url("scope_remove", scope.pk), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "此记忆空间不为空" in chinese.content.decode()
 
 
 def test_it_lets_only_an_admin_remove_a_space_and_hides_other_bots(operator_client, granted_client, url):
