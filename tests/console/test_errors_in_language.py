@@ -68,3 +68,19 @@ def test_a_bad_bot_uuid_is_explained_in_chinese(admin_client_):
     data = {**upload(langbot({"id": "e1", "content": "Alice likes tea"})), "bot_uuid": "bad bot"}
     page = import_page(admin_client_, data, **CHINESE)
     assert "bot_uuid 不能包含“:”、空格或不可打印字符" in page and "may not contain" not in page
+
+
+@pytest.mark.parametrize(
+    ("format_", "content", "chinese"),
+    [
+        ("memconsole", b'{"episodes": []}', "这看起来是 LangBot 导出，而不是 memconsole 导出"),
+        ("langbot", b"null", "不是 LangBot 导出：文件必须包含一个 JSON 对象"),
+        ("langbot", b"[1, 2, 3]", "episodes[0]：情节必须是对象"),
+        ("mem0", b'{"x": 1}', "不是 mem0 导出：没有“results”或“memories”列表"),
+        ("letta", b'{"x": 1}', "不是 Letta 文件：没有代理、记忆块或归档段落"),
+    ],
+)
+def test_a_file_of_another_shape_is_explained_in_chinese(admin_client_, format_, content, chinese):
+    data = {**upload(content), "format": format_, "session_name": "group_1"}
+    page = import_page(admin_client_, data, **CHINESE)
+    assert chinese in page

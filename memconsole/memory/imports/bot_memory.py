@@ -11,6 +11,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
+from ..wording import said
 from .botmemory_items import fact_in, message_in
 from .plan import MAX_RECORDS, Plan, Progress, Target
 from .readers import open_sqlite, rows, text_of
@@ -35,7 +38,8 @@ def parse(
 ) -> None:
     if not session_name:
         raise ImportFileError(
-            "bot-memory facts go into one session: give the target session name", field="session_name"
+            said(gettext_noop("bot-memory facts go into one session: give the target session name")),
+            field="session_name",
         )
     tables = {"facts": FACT_COLUMNS}
     if include_messages:
@@ -48,7 +52,13 @@ def parse(
             messages = connection.execute("SELECT COUNT(*) FROM messages WHERE agent_id = ?", (bot_uuid,)).fetchone()[0]
         total = facts + messages
         if total > MAX_RECORDS:
-            raise ImportFileError(f"the file holds {total} records for this agent; at most {MAX_RECORDS} per import")
+            raise ImportFileError(
+                said(
+                    gettext_noop("the file holds %(total)s records for this agent; at most %(max)s per import"),
+                    total=total,
+                    max=MAX_RECORDS,
+                )
+            )
         if total == 0:
             raise ImportFileError(
                 f"no facts{' or messages' if include_messages else ''} for agent {bot_uuid!r} in this file"

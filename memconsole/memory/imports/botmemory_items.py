@@ -15,6 +15,7 @@ from ..facts import MAX_VALUE_CHARS
 from ..scopes import ScopeKeys
 from ..validation import MAX_SENDER_CHARS
 from ..window import ROLES
+from ..wording import said
 from . import fields
 from .report import ImportFileError
 
@@ -81,8 +82,10 @@ def records(doc: dict[str, Any], name: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ImportFileError(f"'{name}' must be a list", field=name)
+        raise ImportFileError(said(fields.NOT_A_LIST, place="", name=name), field=name)
     for index, item in enumerate(value):
         if not isinstance(item, dict):
-            raise ImportFileError(f"{name}[{index}]: must be an object", field=name)
+            raise ImportFileError(
+                said(gettext_noop("%(name)s[%(index)s]: must be an object"), name=name, index=index), field=name
+            )
     return value

@@ -48,6 +48,7 @@ HAS_SURROGATE = gettext_noop("is not valid text (it holds a lone surrogate)")
 TOO_LONG = gettext_noop("is longer than %(max)s characters")
 NOT_A_TIME = gettext_noop("must be an ISO-8601 date and time")
 OUT_OF_RANGE = gettext_noop("%(value)s is out of range")
+NOT_A_LIST = gettext_noop("%(place)s'%(name)s' must be a list")
 
 # (kind, message): a value adjusted on the way in, reported as a warning.
 Note = tuple[str, str | Said]

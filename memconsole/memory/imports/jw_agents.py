@@ -20,6 +20,7 @@ from django.utils.translation import gettext_noop
 from memconsole.lib import crypto
 
 from .. import validation
+from ..wording import said
 from . import fields
 from .plan import MAX_RECORDS, EpisodeIn, Plan, Progress, Target
 from .readers import open_sqlite, reject_constant, rows, text_of
@@ -67,13 +68,24 @@ def parse(
     try:
         total = connection.execute("SELECT COUNT(*) FROM records").fetchone()[0]
         if total > MAX_RECORDS:
-            raise ImportFileError(f"the file holds {total} records; at most {MAX_RECORDS} per import")
+            raise ImportFileError(
+                said(
+                    gettext_noop("the file holds %(total)s records; at most %(max)s per import"),
+                    total=total,
+                    max=MAX_RECORDS,
+                )
+            )
         if not key:
             row = connection.execute("SELECT id FROM records WHERE encrypted = 1 ORDER BY id LIMIT 1").fetchone()
             if row is not None:
                 raise ImportFileError(
-                    f"records id={row[0]} is encrypted: give the Fernet key (--fernet-key or JW_MEMORY_KEY); "
-                    "nothing was imported",
+                    said(
+                        gettext_noop(
+                            "records id=%(id)s is encrypted: give the Fernet key (--fernet-key or JW_MEMORY_KEY); "
+                            "nothing was imported"
+                        ),
+                        id=row[0],
+                    ),
                     field="fernet_key",
                 )
         sql = "SELECT id, session_id, timestamp, kind, content, metadata, encrypted FROM records ORDER BY id"

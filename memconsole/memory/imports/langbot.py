@@ -27,6 +27,7 @@ from .. import validation
 from ..exports import FORMAT_MARKER
 from ..models import PROFILE_SESSION, PROFILE_SPEAKER
 from ..scopes import ScopeKeys
+from ..wording import Said, said
 from . import fields
 from .plan import EpisodeIn, Plan, ProfileIn, Target
 from .readers import load_json
@@ -46,20 +47,27 @@ def session_of(scope_key: Any) -> str | None:
 def check_version(envelope: dict[str, Any], where: str) -> None:
     version = envelope.get("version", 1)
     if version != 1:
-        raise ImportFileError(f"{where}'version' is {version!r:.20}; only version 1 is understood", field="version")
+        raise ImportFileError(
+            said(
+                gettext_noop("%(where)s'version' is %(version)s; only version 1 is understood"),
+                where=where,
+                version=f"{version!r:.20}",
+            ),
+            field="version",
+        )
 
 
 def _list_field(envelope: dict[str, Any], name: str, where: str) -> list[Any]:
     value = envelope.get(name)
     if not isinstance(value, list):
         place = f"{where.rstrip('.')}: " if where else ""
-        raise ImportFileError(f"{place}'{name}' must be a list", field=name)
+        raise ImportFileError(said(fields.NOT_A_LIST, place=place, name=name), field=name)
     return value
 
 
 def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) -> EpisodeIn:
     if not isinstance(record, dict):
-        raise ImportFileError(f"{where}: an episode must be an object")
+        raise ImportFileError(said(gettext_noop("%(where)s: an episode must be an object"), where=where))
     content = record.get("content")
     if content is None:
         content = record.get("text")
@@ -91,7 +99,7 @@ def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) ->
 
 def _profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
     if not isinstance(record, dict):
-        raise ImportFileError(f"{where}: a profile must be an object")
+        raise ImportFileError(said(gettext_noop("%(where)s: a profile must be an object"), where=where))
     profile_type = record.get("type")
     if profile_type not in (PROFILE_SESSION, PROFILE_SPEAKER):
         raise fields.fail(where, "type", gettext_noop("must be 'session' or 'speaker'"))
@@ -109,10 +117,16 @@ def _profile(record: Any, where: str, keys: ScopeKeys) -> ProfileIn:
     return ProfileIn(keys, where, profile_type, sender_id, data, updated_at, notes)
 
 
+def _not_an_object(where: str) -> Said:
+    if not where.rstrip("."):
+        return said(gettext_noop("the file: must be an object"))
+    return said(gettext_noop("%(where)s: must be an object"), where=where.rstrip("."))
+
+
 def episodes_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
     """Add the episodes of an episodes envelope (`where` prefixes each record's place)."""
     if not isinstance(envelope, dict):
-        raise ImportFileError(f"{where.rstrip('.') or 'the file'}: must be an object")
+        raise ImportFileError(_not_an_object(where))
     keys = keys_for(envelope.get("scope_key"))
     for index, record in enumerate(_list_field(envelope, "episodes", where)):
         plan.add_episode(_episode(record, f"{where}episodes[{index}]", keys, plan.imported_at))
@@ -121,7 +135,7 @@ def episodes_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) 
 def profiles_envelope(plan: Plan, envelope: Any, where: str, keys_for: KeysFor) -> None:
     """Add the profiles of a profiles envelope (a record's own scope_key before the envelope's)."""
     if not isinstance(envelope, dict):
-        raise ImportFileError(f"{where.rstrip('.') or 'the file'}: must be an object")
+        raise ImportFileError(_not_an_object(where))
     for index, record in enumerate(_list_field(envelope, "profiles", where)):
         record_where = f"{where}profiles[{index}]"
         scope_key = record.get("scope_key") if isinstance(record, dict) else None
@@ -136,12 +150,20 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
         doc = {"version": 1, "episodes": doc}
     if not isinstance(doc, dict):
         raise ImportFileError(
-            "not a LangBot export: the file must hold one JSON object (an envelope) or a list of episodes"
+            said(
+                gettext_noop(
+                    "not a LangBot export: the file must hold one JSON object (an envelope) or a list of episodes"
+                )
+            )
         )
     if doc.get("format") == FORMAT_MARKER:
-        raise ImportFileError("this is a memconsole export (use the memconsole format)", field="format")
+        raise ImportFileError(
+            said(gettext_noop("this is a memconsole export (use the memconsole format)")), field="format"
+        )
     if "episodes" not in doc and "profiles" not in doc:
-        raise ImportFileError("not a LangBot export: no 'episodes' or 'profiles' list", field="episodes")
+        raise ImportFileError(
+            said(gettext_noop("not a LangBot export: no 'episodes' or 'profiles' list")), field="episodes"
+        )
     check_version(doc, "")
     if "profiles" in doc:
         profiles_envelope(plan, doc, "", lambda sk: target(session_name or session_of(sk), "profiles"))

@@ -21,8 +21,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from .. import validation
 from ..models import PROFILE_SESSION
+from ..wording import said
 from . import fields
 from .plan import EpisodeIn, Plan, ProfileIn, Target
 from .readers import load_json, reject_constant
@@ -37,10 +40,14 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
         try:
             doc = json.loads(doc, parse_constant=reject_constant)
         except (ValueError, RecursionError):
-            raise ImportFileError("not a Letta file: the JSON string it holds is not JSON") from None
+            raise ImportFileError(
+                said(gettext_noop("not a Letta file: the JSON string it holds is not JSON"))
+            ) from None
     passages, blocks = _contents(doc)
     if not passages and not blocks:
-        raise ImportFileError("not a Letta file: no agents, memory blocks or archival passages", field="agents")
+        raise ImportFileError(
+            said(gettext_noop("not a Letta file: no agents, memory blocks or archival passages")), field="agents"
+        )
     keys = target(session_name, "the file")
     for index, record in enumerate(passages):
         plan.add_episode(_passage(record, f"passages[{index}]", keys, plan.imported_at))
@@ -56,14 +63,16 @@ def _contents(doc: Any) -> tuple[list[Any], list[tuple[str, str]]]:
     if isinstance(doc, list):
         return doc, []
     if not isinstance(doc, dict):
-        raise ImportFileError("not a Letta file: the file must hold a JSON object or a list of passages")
+        raise ImportFileError(
+            said(gettext_noop("not a Letta file: the file must hold a JSON object or a list of passages"))
+        )
     passages = list(_list(doc, "passages"))
     blocks: list[tuple[str, str]] = []
     agents = _list(doc, "agents") if "agents" in doc else [doc] if ("core_memory" in doc or "memory" in doc) else []
     by_id = {b.get("id"): b for b in _list(doc, "blocks") if isinstance(b, dict)}
     for number, agent in enumerate(agents):
         if not isinstance(agent, dict):
-            raise ImportFileError(f"agents[{number}]: an agent must be an object")
+            raise ImportFileError(said(gettext_noop("agents[%(number)s]: an agent must be an object"), number=number))
         passages.extend(_list(agent, "passages"))
         for block in _agent_blocks(agent, by_id):
             label, value = block.get("label"), block.get("value")
@@ -95,7 +104,7 @@ def _list(container: dict[str, Any], name: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise ImportFileError(f"'{name}' must be a list", field=name)
+        raise ImportFileError(said(fields.NOT_A_LIST, place="", name=name), field=name)
     return value
 
 
@@ -107,7 +116,7 @@ def _ordered(blocks: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 def _passage(record: Any, where: str, keys: Any, imported_at: datetime) -> EpisodeIn:
     if not isinstance(record, dict):
-        raise ImportFileError(f"{where}: a passage must be an object")
+        raise ImportFileError(said(gettext_noop("%(where)s: a passage must be an object"), where=where))
     notes: list[fields.Note] = []
     meta = record.get("metadata") or record.get("metadata_") or {}
     if not isinstance(meta, dict):

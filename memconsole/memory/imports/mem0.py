@@ -138,11 +138,15 @@ def _from_document(doc: Any) -> tuple[list[Any], dict[str, tuple[str, str]], dic
     if isinstance(doc, list):
         return doc, {}, {}
     if not isinstance(doc, dict):
-        raise ImportFileError("not a mem0 export: the file must hold a JSON object or a list of memories")
+        raise ImportFileError(
+            said(gettext_noop("not a mem0 export: the file must hold a JSON object or a list of memories"))
+        )
     if isinstance(doc.get("results"), list):
         return doc["results"], {}, {}
     if not isinstance(doc.get("memories"), list):
-        raise ImportFileError("not a mem0 export: no 'results' or 'memories' list", field="memories")
+        raise ImportFileError(
+            said(gettext_noop("not a mem0 export: no 'results' or 'memories' list")), field="memories"
+        )
     speakers: dict[str, tuple[str, str]] = {}
     user = doc.get("user")
     if isinstance(user, dict) and isinstance(user.get("id"), str):
@@ -166,7 +170,7 @@ def _episode(
     categories: dict[str, str],
 ) -> EpisodeIn:
     if not isinstance(record, dict):
-        raise ImportFileError(f"{where}: a memory must be an object")
+        raise ImportFileError(said(gettext_noop("%(where)s: a memory must be an object"), where=where))
     notes: list[fields.Note] = []
     content = record.get("memory", record.get("content", record.get("text")))
     raw_user = record.get("user_id")

@@ -9,7 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from django.utils.translation import gettext_noop
+
 from ..exports import AUDIT_FORMAT_MARKER, FORMAT_MARKER
+from ..wording import said
 from .botmemory_items import fact_in, message_in, records
 from .langbot import check_version, episodes_envelope, profiles_envelope, session_of
 from .plan import Plan, Target
@@ -22,19 +25,30 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
     doc = load_json(path, "memconsole")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT_MARKER:
         if isinstance(doc, dict) and doc.get("format") == AUDIT_FORMAT_MARKER:
-            raise ImportFileError("this is an audit log export; audit logs are not imported", field="format")
+            raise ImportFileError(
+                said(gettext_noop("this is an audit log export; audit logs are not imported")), field="format"
+            )
         if isinstance(doc, list):
             raise ImportFileError(
-                "this is a bare list of episodes, not a memconsole export (use the langbot format)", field="format"
+                said(gettext_noop("this is a bare list of episodes, not a memconsole export (use the langbot format)")),
+                field="format",
             )
         if isinstance(doc, dict) and isinstance(doc.get("episodes"), list):
             raise ImportFileError(
-                "this looks like a LangBot export, not a memconsole one (use the langbot format)", field="format"
+                said(gettext_noop("this looks like a LangBot export, not a memconsole one (use the langbot format)")),
+                field="format",
             )
-        raise ImportFileError(f"not a memconsole export: 'format' must be {FORMAT_MARKER!r}", field="format")
+        raise ImportFileError(
+            said(gettext_noop("not a memconsole export: 'format' must be %(marker)s"), marker=repr(FORMAT_MARKER)),
+            field="format",
+        )
     if doc.get("format_version", 1) != 1:
         raise ImportFileError(
-            f"format_version {doc.get('format_version')!r:.20} is not understood", field="format_version"
+            said(
+                gettext_noop("format_version %(version)s is not understood"),
+                version=f"{doc.get('format_version')!r:.20}",
+            ),
+            field="format_version",
         )
     scope = doc.get("scope")
     if not isinstance(scope, dict):
@@ -45,7 +59,7 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
         if envelope is None:
             continue
         if not isinstance(envelope, dict):
-            raise ImportFileError(f"'{name}' must be an envelope object", field=name)
+            raise ImportFileError(said(gettext_noop("'%(name)s' must be an envelope object"), name=name), field=name)
         check_version(envelope, f"{name}: ")
         if name == "profiles":
             profiles_envelope(plan, envelope, "profiles.", lambda _scope_key: target(session, "profiles"))

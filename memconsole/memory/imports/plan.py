@@ -120,17 +120,29 @@ class Plan:
     def keys_for(self, bot_uuid: str, session_name: Any, isolation: str, where: str) -> ScopeKeys:
         """The keys of a target scope (recorded in the plan); `ImportFileError` for a bad session."""
         if not isinstance(session_name, str) or not session_name.strip():
-            raise ImportFileError(f"{where}: no session name (pass a target session name)", field="session_name")
+            raise ImportFileError(
+                said(gettext_noop("%(where)s: no session name (pass a target session name)"), where=where),
+                field="session_name",
+            )
         try:
             keys = derive_scope(bot_uuid, session_name.strip(), isolation)
         except ValidationError as exc:
-            raise ImportFileError(f"{where}: {exc.message}", field=exc.field) from None
+            raise ImportFileError(
+                said(gettext_noop("%(where)s: %(reason)s"), where=where, reason=exc.said or exc.message),
+                field=exc.field,
+            ) from None
         self.scopes.setdefault((keys.scope_key, keys.isolation), keys)
         return keys
 
     def add_episode(self, episode: EpisodeIn) -> None:
         if len(self.episodes) + len(self.deleted) >= MAX_RECORDS:
-            raise ImportFileError(f"{episode.where}: more than {MAX_RECORDS} records in one file; split it")
+            raise ImportFileError(
+                said(
+                    gettext_noop("%(where)s: more than %(max)s records in one file; split it"),
+                    where=episode.where,
+                    max=MAX_RECORDS,
+                )
+            )
         if episode.status == DELETED:
             self.deleted.append(episode)
         else:
