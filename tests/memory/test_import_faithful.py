@@ -12,7 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from memconsole.lib import vectors
-from memconsole.memory import exports, imports, profiles, retrieval
+from memconsole.memory import episodes, exports, imports, profiles, retrieval
 from memconsole.memory.audit import Actor
 from memconsole.memory.imports import ImportFileError
 from memconsole.memory.models import AuditEntry, Episode, Profile, Scope
@@ -458,3 +458,16 @@ def test_it_prints_skipped_and_warned_items_on_the_command_line(tmp_path, capsys
     assert "skipped (deleted in the source): episodes[1] (ep-gone)" in out
     assert "warning: episodes[0] (ep-keep): importance 8 is outside 1-5; stored as 5" in out
     assert "2 deleted skipped" in out and "1 warning(s)" in out
+
+
+def test_an_export_imported_elsewhere_keeps_each_episodes_query_id(tmp_path):
+    source = derive_scope("bot-old", "group_rt", "session")
+    episodes.remember(source, ACTOR, "Alice likes green tea", query_id="qid-1", sender_id="u1")
+    document = "".join(exports.stream_scope_export(source, ACTOR))
+    path = tmp_path / "export.json"
+    path.write_text(document)
+
+    _import(path, "memconsole", session_name="group_rt_copy")
+
+    copy = Episode.objects.get(user_key=derive_scope("bot-new", "group_rt_copy", "session").user_key)
+    assert copy.query_id == "qid-1"

@@ -94,6 +94,7 @@ def _episode(record: Any, where: str, keys: ScopeKeys, imported_at: datetime) ->
         notes=notes,
         kind=fields.kind(record.get("kind"), where, notes),
         metadata=fields.metadata(record.get("metadata"), where),
+        query_id=fields.text(record.get("query_id"), where, "query_id", validation.MAX_QUERY_ID_CHARS, trim=True),
     )
 
 

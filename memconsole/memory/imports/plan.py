@@ -68,6 +68,7 @@ class EpisodeIn:
     notes: list[Note] = field(default_factory=list)
     kind: str = ""  # issue 20: the episode's kind and its (sealed) metadata
     metadata: dict[str, Any] = field(default_factory=dict)
+    query_id: str = ""  # the message it was remembered from (an export carries it)
 
     @property
     def ref(self) -> str:

@@ -221,6 +221,7 @@ def _row(item: EpisodeIn, now: datetime) -> Episode:
         source="import",
         original_source=item.original_source,
         kind=item.kind,
+        query_id=item.query_id,
         episode_id=item.new_id,
         status=item.status,
         superseded_by=item.superseded_by,
