@@ -93,3 +93,12 @@ def test_it_keeps_the_old_module_surface():
     assert other.retry == Retry(attempts=1) and other.timeout == 10.0
     error = MemconsoleError(422, "invalid", "bad", "tags")
     assert str(error) == "422 invalid: bad (tags)" and error.retry_after is None
+
+
+def test_it_asks_for_the_conversation_window_with_an_injection(live_server, secret):
+    with MemoryClient(live_server.url, secret, "bot-a", "group_100") as memory:
+        memory.append_message("user", "Shall we meet at noon?", sender_id="u1")
+        plain = memory.inject("When do we meet?", sender_id="u1")
+        with_window = memory.inject("When do we meet?", sender_id="u1", include_window=True)
+    assert plain["context"].get("history") is None  # not asked for
+    assert [message["content"] for message in with_window["context"]["history"]] == ["Shall we meet at noon?"]

@@ -228,10 +228,25 @@ class AsyncMemoryClient(BaseClient[httpx.AsyncClient]):
         return bool((await self._send(calls.forget(episode_id)))["deleted"])
 
     async def inject(
-        self, query: str, *, sender_id: str = "", sender_name: str = "", query_id: str = "", top_k: int = 3
+        self,
+        query: str,
+        *,
+        sender_id: str = "",
+        sender_name: str = "",
+        query_id: str = "",
+        top_k: int = 3,
+        include_window: bool = False,
     ) -> Injection:
-        """Memory for a prompt: {context, system_blocks, snapshot_id}; recorded as a snapshot."""
-        call = calls.inject(query, sender_id=sender_id, sender_name=sender_name, query_id=query_id, top_k=top_k)
+        """Memory for a prompt: {context, system_blocks, snapshot_id}; recorded as a snapshot. With
+        `include_window`, `context["history"]` holds the chat's conversation window, oldest first."""
+        call = calls.inject(
+            query,
+            sender_id=sender_id,
+            sender_name=sender_name,
+            query_id=query_id,
+            top_k=top_k,
+            include_window=include_window,
+        )
         return cast(Injection, await self._send(call))
 
     # --- transport ------------------------------------------------------------------------------

@@ -187,9 +187,16 @@ def list_sessions(limit: int | None) -> Call:
     return Call("GET", "sessions", {"limit": limit}, scope_fields=("bot_uuid",))  # a bot's, not one chat's
 
 
-def inject(query: str, *, sender_id: str, sender_name: str, query_id: str, top_k: int) -> Call:
-    return Call(
-        "POST",
-        "inject",
-        {"query": query, "query_id": query_id, "sender_id": sender_id, "sender_name": sender_name, "top_k": top_k},
-    )
+def inject(
+    query: str, *, sender_id: str, sender_name: str, query_id: str, top_k: int, include_window: bool = False
+) -> Call:
+    body: dict[str, Any] = {
+        "query": query,
+        "query_id": query_id,
+        "sender_id": sender_id,
+        "sender_name": sender_name,
+        "top_k": top_k,
+    }
+    if include_window:  # the chat's conversation window as context["history"]
+        body["include_window"] = True
+    return Call("POST", "inject", body)

@@ -166,11 +166,15 @@ class Speaker(TypedDict):
     name: str
 
 
-class InjectionContext(TypedDict):
+class _InjectionContext(TypedDict):
     speaker: Speaker
     session_profile: ProfileData
     speaker_profile: ProfileData
     episodes: list[Episode]
+
+
+class InjectionContext(_InjectionContext, total=False):
+    history: list[Message] | None  # with inject(include_window=True): the window, oldest first
 
 
 class Injection(TypedDict):
