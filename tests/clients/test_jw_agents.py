@@ -6,7 +6,7 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from memconsole_client import MemconsoleError
+from memconsole_client import MemconsoleError, MemoryClient
 from memconsole_client.jw_agents import MemconsoleMemoryStore, MemoryRecord
 
 from memconsole.memory import tokens
@@ -142,3 +142,13 @@ def test_a_naive_timestamp_is_read_as_utc(store):
 def test_a_record_is_frozen():
     with pytest.raises(dataclasses.FrozenInstanceError):
         record("s-1", 0, "question", "x").content = "y"
+
+
+def test_forget_leaves_what_else_the_session_holds(live_server, secret, store):
+    store.record(record("s-3", 0, "question", "Do you ship to Oslo?"))
+    with MemoryClient(live_server.url, secret, "agent-1", "s-3") as plain:
+        plain.remember("The user is allergic to peanuts", sender_id="u1")  # not a jw-agents record
+
+    assert store.forget("s-3") == 1
+    assert store.recall(session_id="s-3") == []
+    assert [e.content for e in Episode.objects.all()] == ["The user is allergic to peanuts"]

@@ -36,6 +36,7 @@ Kind = Literal["question", "answer", "fact_recalled", "preference", "objection"]
 KINDS: tuple[str, ...] = get_args(Kind)
 RECALL_MAX = 50  # the API's top_k limit: a query returns at most this many per session
 LIST_PAGE = 100  # the API's page size limit for listing a session
+STATUSES = ("active", "archived", "superseded")  # a record may have been archived in the console
 
 
 @dataclass(frozen=True)
@@ -141,8 +142,23 @@ class MemconsoleMemoryStore:
         ]
 
     def forget(self, session_id: str) -> int:
-        """Remove every record of the session; returns how many were removed."""
-        return self._session(session_id).forget_session()
+        """Remove every record of the session; returns how many were removed. Only its records:
+        episodes of the same session written by something else (no jw-agents kind) stay."""
+        session = self._session(session_id)
+        ids = [
+            episode["episode_id"]
+            for kind in KINDS
+            for status in STATUSES
+            for episode in self._all(session, status=status, kind=kind)
+        ]
+        held = {
+            row["session_name"]: row["episodes"]
+            for row in self._client.list_sessions()
+            if row["isolation"] == "session"
+        }
+        if ids and held.get(session_id) == len(ids):
+            return session.forget_session()  # the session holds nothing else: one audited batch
+        return sum(1 for episode_id in ids if session.forget(episode_id))
 
     # --- helpers ----------------------------------------------------------------------------------
 
@@ -150,6 +166,16 @@ class MemconsoleMemoryStore:
         if not isinstance(session_id, str) or not session_id.strip() or session_id != session_id.strip():
             raise ValueError("session_id must be a non-empty string without spaces around it")
         return self._client.for_session(session_id, "session")
+
+    def _all(self, session: MemoryClient, *, status: str, kind: str) -> list[Any]:
+        episodes: list[Any] = []
+        cursor: str | None = None
+        while True:
+            page = session.list_episodes(status=status, limit=LIST_PAGE, cursor=cursor, kind=kind)
+            episodes.extend(page["episodes"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return episodes
 
     def _newest(self, session_id: str, kind: str | None, limit: int) -> list[MemoryRecord]:
         records: list[MemoryRecord] = []
