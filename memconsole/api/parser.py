@@ -125,8 +125,10 @@ class StrictJSONParser(Parser):
             raise
         except RecursionError:
             raise ApiError(400, "invalid_body", f"JSON nested deeper than {MAX_DEPTH} levels") from None
-        except ValueError as exc:  # JSONDecodeError, and ints over Python's digit limit
+        except json.JSONDecodeError as exc:
             raise ApiError(400, "malformed_json", f"malformed JSON: {exc}"[:300]) from None
+        except ValueError:  # an integer over Python's digit limit: its own message names Python internals
+            raise ApiError(400, "malformed_json", "a number in the body has too many digits") from None
         if not isinstance(data, dict):
             raise ApiError(400, "invalid_body", "the body must be a JSON object")
         check_tree(data)

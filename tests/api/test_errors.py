@@ -61,6 +61,12 @@ def test_it_answers_400_for_malformed_bodies(api, unchanged, raw, code):
     error_of(api.post("remember", raw=raw), 400, code)
 
 
+def test_a_number_with_too_many_digits_is_explained_without_python_internals(api, unchanged):
+    response = api.post("remember", raw='{"importance": ' + "9" * 5000 + "}")
+    error_of(response, 400, "malformed_json")
+    assert response.json()["error"]["message"] == "a number in the body has too many digits"
+
+
 @pytest.mark.parametrize(
     ("field", "value"),
     [
