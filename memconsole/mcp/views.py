@@ -67,6 +67,8 @@ def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
         body = request_body(request)  # the JSON API's reader: chunked bodies too (memconsole/api/parser.py)
     except ApiError as exc:
         raise Refused(exc.status, REFUSED, exc.message) from None
+    if body.lstrip().startswith(b"["):  # a JSON-RPC batch, which this protocol version no longer has
+        raise Refused(400, REFUSED, "send one JSON-RPC message per request (batches are not supported)")
     return token, body
 
 

@@ -310,6 +310,14 @@ def test_it_refuses_a_body_over_the_api_limit(live_server, token, settings):
     assert _post(live_server.url, big, token[1]).status_code == 413
 
 
+def test_it_refuses_a_batch_in_plain_words(live_server, token):
+    batch = [{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}]
+    response = _post(live_server.url, batch, token[1])
+    assert response.status_code == 400 and response.headers["Content-Type"] == "application/json"
+    message = response.json()["error"]["message"]
+    assert message == "send one JSON-RPC message per request (batches are not supported)"
+
+
 def test_it_answers_a_transport_refusal_as_a_json_rpc_error(live_server, token):
     """What the SDK refuses itself (a body sent as text/plain) comes back in the JSON-RPC error
     shape of every other refusal, not as a text page."""
