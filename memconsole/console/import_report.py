@@ -25,6 +25,9 @@ KIND_LABELS = {
     "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
     "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
     "notes_cut": gettext_lazy("Notes cut at the limit"),
+    "name_lines_joined": gettext_lazy("Name joined on one line"),
+    "traits_lines_joined": gettext_lazy("Traits joined on one line"),
+    "preferences_lines_joined": gettext_lazy("Preferences joined on one line"),
     "superseded_by_missing": gettext_lazy("Replaced by an episode not in the file"),
 }
 

@@ -24,6 +24,7 @@ from .validation import (
     MAX_TRAITS,
     MAX_VERSION,
     clipped_text,
+    single_line,
     text,
     validate_speaker,
 )
@@ -59,7 +60,7 @@ def _items(value: Any, name: str) -> list[str]:
         return []
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         raise ValidationError(f"{name} must be a list of strings", field=name)
-    return [text(item, name, MAX_ITEM_CHARS, required=True, trim=True) for item in value]
+    return [single_line(text(item, name, MAX_ITEM_CHARS, required=True, trim=True), name) for item in value]
 
 
 def apply_items(current: list[str], add: list[str], remove: list[str], limit: int) -> tuple[list[str], list[str]]:
@@ -242,7 +243,7 @@ def change_profile(
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     if name is not None:
-        name = text(name, "name", MAX_PROFILE_NAME, trim=True)
+        name = single_line(text(name, "name", MAX_PROFILE_NAME, trim=True), "name")
     if notes is not None:
         notes = text(notes, "notes", sys.maxsize)
     if append_notes is not None:
@@ -327,7 +328,7 @@ def validate_profile_data(data: Any) -> dict[str, Any]:
     traits = _within_limit(_items(data.get("traits"), "traits"), MAX_TRAITS, "traits")
     preferences = _within_limit(_items(data.get("preferences"), "preferences"), MAX_PREFERENCES, "preferences")
     return {
-        "name": text(data.get("name"), "name", MAX_PROFILE_NAME, trim=True),
+        "name": single_line(text(data.get("name"), "name", MAX_PROFILE_NAME, trim=True), "name"),
         "traits": traits,
         "preferences": preferences,
         "notes": text(data.get("notes"), "notes", MAX_NOTES),

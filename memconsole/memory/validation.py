@@ -84,6 +84,21 @@ def validate_speaker(value: Any, name: str = "sender_id") -> str:
 LINE_BREAKING = {"Cc", "Zl", "Zp"}
 
 
+def single_line(value: str, name: str) -> str:
+    """`value`, refused when it holds a line break or another control character (a profile's name,
+    a trait, a preference: each is one line of what is injected and listed)."""
+    if any(unicodedata.category(char) in LINE_BREAKING for char in value):
+        raise ValidationError(f"{name} may not contain line breaks or other control characters", field=name)
+    return value
+
+
+def one_line(value: str) -> str:
+    """`value` on one line: each run of whitespace and control characters one space (an import
+    adjusts a profile's text with this, where a live write is refused by `single_line`)."""
+    spaced = "".join(" " if unicodedata.category(char) in LINE_BREAKING else char for char in value)
+    return " ".join(spaced.split())
+
+
 def _trimmed(value: str) -> str:
     """`value` without whitespace or invisible format characters (zero-width space, BOM, marks) at its ends."""
     start, end = 0, len(value)

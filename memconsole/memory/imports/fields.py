@@ -20,6 +20,7 @@ those of the records it keeps into the report.
 from __future__ import annotations
 
 import re
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,6 +50,7 @@ TOO_LONG = gettext_noop("is longer than %(max)s characters")
 NOT_A_TIME = gettext_noop("must be an ISO-8601 date and time")
 OUT_OF_RANGE = gettext_noop("%(value)s is out of range")
 NOT_A_LIST = gettext_noop("%(place)s'%(name)s' must be a list")
+LINES_JOINED = gettext_noop("the profile's %(name)s held line breaks; joined on one line")
 
 # (kind, message): a value adjusted on the way in, reported as a warning.
 Note = tuple[str, str | Said]
@@ -260,6 +262,10 @@ def old_id(value: Any, where: str, name: str = "id") -> str:
     return out
 
 
+def _breaks(value: str) -> bool:
+    return any(unicodedata.category(char) in validation.LINE_BREAKING for char in value.strip())
+
+
 def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
     """A whole profile, checked like a live write; over its limits it keeps the newest traits and
     preferences (the last in the file: the oldest go first, `profiles.apply_items`) and cuts the notes,
@@ -267,10 +273,17 @@ def profile_data(value: Any, where: str, notes: list[Note]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise fail(where, "profile", MUST_BE_OBJECT)
     data = dict(value)
+    # A name, trait or preference is one line (a live write refuses a line break): joined, and said.
+    if isinstance(data.get("name"), str) and _breaks(data["name"]):
+        data["name"] = validation.one_line(data["name"])
+        notes.append(("name_lines_joined", said(LINES_JOINED, name="name")))
     for name, limit in (("traits", validation.MAX_TRAITS), ("preferences", validation.MAX_PREFERENCES)):
         items = data.get(name)
         if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
             continue  # validate_profile_data names the wrong type
+        if any(_breaks(item) for item in items):
+            notes.append((f"{name}_lines_joined", said(LINES_JOINED, name=name)))
+            items = [validation.one_line(item) for item in items]
         kept, evicted = profiles.apply_items([], [item.strip() for item in items], [], limit)
         if evicted:
             listed = ", ".join(evicted)
