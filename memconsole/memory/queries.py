@@ -386,9 +386,8 @@ def bot_audit_entries(bot_uuid: str) -> Q:
 
 
 def visible_audit_entries(actor: Actor) -> QuerySet[AuditEntry]:
-    """Every entry the actor may read: all of them, or for an actor limited to some bots those of
-    their spaces, and of the entries outside any space (token and user events) those they wrote
-    themselves: another admin's are not theirs to read."""
+    """Every entry the actor may read: all, or for an actor limited to some bots those of their
+    spaces and, of those outside any space (token and user events), the ones they wrote themselves."""
     if actor.bot_uuids is None:
         return AuditEntry.objects.all()
     visible = Q(chain="", actor=actor.label[:255])

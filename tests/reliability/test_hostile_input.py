@@ -108,11 +108,13 @@ def test_it_stores_exactly_what_remember_accepts_and_nothing_it_refuses(keys, ot
             return tried(outcomes, "refused")
         stored = Episode.objects.get(episode_id=result.episode.episode_id)
         assert stored.user_key == keys.user_key
-        # Byte for byte but for the surrounding white space remember trims (issue 14): no escaping or
-        # truncation. An importance outside 1-5 is stored clamped, not refused (issue 14).
+        # Byte for byte but for the surrounding white space remember trims (issue 14), and a speaker's
+        # invisible characters at its ends: no escaping or truncation. An importance outside 1-5 is
+        # stored clamped, not refused (issue 14).
         assert stored.content == content.strip()
         clamped = min(5, max(1, importance))
-        assert (stored.sender_id, stored.sender_name, stored.importance) == (sender_id, sender_name, clamped)
+        speaker = (validation.validate_speaker(sender_id), validation.validate_speaker(sender_name, "sender_name"))
+        assert (stored.sender_id, stored.sender_name, stored.importance) == (*speaker, clamped)
         assert stored.tags == validation.validate_tags(tags)
         after = rows()
         assert after["Episode"] == before["Episode"] + 1 and after["AuditEntry"] == before["AuditEntry"] + 1
