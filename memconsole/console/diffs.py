@@ -7,9 +7,37 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.utils.translation import gettext_lazy
+
 # Shown first: what a person reads to know what the entry is about.
 LEADING_FIELDS = ("content", "name", "status")
 _ABSENT = object()
+# The fields of what audit entries record (an episode, a profile, a fact, an account) by their
+# names in the console; a field not named here is shown as its code.
+FIELD_LABELS = {
+    "content": gettext_lazy("Content"),
+    "tags": gettext_lazy("Tags"),
+    "importance": gettext_lazy("Importance"),
+    "sender_id": gettext_lazy("Speaker ID"),
+    "sender_name": gettext_lazy("Speaker name"),
+    "timestamp": gettext_lazy("Event time"),
+    "status": gettext_lazy("Status"),
+    "episode_id": gettext_lazy("Episode ID"),
+    "source": gettext_lazy("Source"),
+    "superseded_by": gettext_lazy("Superseded by"),
+    "imported_episode_id": gettext_lazy("Imported episode ID"),
+    "query_id": gettext_lazy("Query ID"),
+    "kind": gettext_lazy("Kind"),
+    "metadata": gettext_lazy("Metadata"),
+    "name": gettext_lazy("Name"),
+    "traits": gettext_lazy("Traits"),
+    "preferences": gettext_lazy("Preferences"),
+    "notes": gettext_lazy("Notes"),
+    "version": gettext_lazy("Version"),
+    "value": gettext_lazy("Value"),
+    "role": gettext_lazy("Role"),
+    "bots": gettext_lazy("Bots"),
+}
 
 
 @dataclass(frozen=True)

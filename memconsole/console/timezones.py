@@ -99,3 +99,9 @@ def local(value: datetime) -> datetime:
         return timezone.localtime(value)
     except (OverflowError, ValueError):
         return value.astimezone(UTC)
+
+
+def spelled(stamp: datetime, time_format: str) -> str:
+    """`stamp` as "YYYY-MM-DD" + `time_format` (a strftime format for the rest, e.g. " %H:%M"):
+    `%Y` leaves a year before 1000 unpadded, and the calendar's edge (year 1) is a time people store."""
+    return f"{stamp.year:04d}" + stamp.strftime("-%m-%d" + time_format)

@@ -18,7 +18,7 @@ from django.utils.translation import gettext_noop
 
 from memconsole.lib import metrics
 
-from . import audit, facts, people, usage, window
+from . import audit, facts, people, usage, validation, window
 from .audit import Actor
 from .models import PROFILE_SESSION, PROFILE_SPEAKER, Episode, InjectionSnapshot
 from .profiles import EMPTY_PROFILE, get_profile
@@ -36,9 +36,9 @@ NO_CANDIDATES = "no_candidates"
 
 
 def one_line(value: Any) -> str:
-    """A stored value as it is injected: on one line, its line breaks (and other whitespace runs)
-    as single spaces, so what a chat participant wrote can never start a block or a line of its own."""
-    return " ".join(str(value).split())
+    """A stored value as it is injected: on one line (`validation.one_line`), so what a chat
+    participant wrote can never start a block or a line of its own."""
+    return validation.one_line(str(value))
 
 
 def profile_lines(data: dict[str, Any]) -> list[str]:

@@ -94,7 +94,8 @@ def single_line(value: str, name: str) -> str:
 
 def one_line(value: str) -> str:
     """`value` on one line: each run of whitespace and control characters one space (an import
-    adjusts a profile's text with this, where a live write is refused by `single_line`)."""
+    adjusts a profile's text with this, where a live write is refused by `single_line`; the
+    injection writes every stored value in a prompt with it)."""
     spaced = "".join(" " if unicodedata.category(char) in LINE_BREAKING else char for char in value)
     return " ".join(spaced.split())
 

@@ -8,14 +8,14 @@ from urllib.parse import urlencode
 
 from django import template
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from memconsole.memory import audit, roles, wording
 from memconsole.memory.validation import is_episode_id
 
-from ..diffs import Diff, audit_diff
+from ..diffs import FIELD_LABELS, Diff, audit_diff
 
 register = template.Library()
 
@@ -26,6 +26,21 @@ def summary_in_language(payload: Any) -> str:
     if not isinstance(payload, dict):
         return ""
     return wording.in_language(payload.get("said"), str(payload.get("summary", "")))[: audit.SUMMARY_MAX]
+
+
+@register.filter
+def field_label(name: Any) -> SafeString:
+    """A recorded field by its name in the console (its code in the tooltip), or as its code."""
+    label = FIELD_LABELS.get(str(name))
+    if label is None:
+        return format_html("<code>{}</code>", name)
+    return format_html('<span title="{}">{}</span>', name, label)
+
+
+@register.filter
+def field_labels(names: Any) -> SafeString:
+    """Several fields, as `field_label` names each, comma-separated."""
+    return format_html_join(", ", "{}", ((field_label(name),) for name in names))
 
 
 @register.filter

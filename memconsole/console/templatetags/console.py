@@ -27,13 +27,9 @@ def timestamp(value: datetime | None) -> str:
     if not value:
         return format_html('<span class="muted">{}</span>', _("no time"))
     utc = value.astimezone(UTC)
-    title = f"{utc.year:04d}" + utc.strftime("-%m-%d %H:%M:%S UTC")  # %Y leaves the year 1 unpadded
+    title = timezones.spelled(utc, " %H:%M:%S UTC")
     local = timezones.local(value)
-    text = (
-        f"{local.year:04d}"
-        + local.strftime("-%m-%d %H:%M:%S ")
-        + (local.tzname() or timezone.get_current_timezone_name())
-    )
+    text = timezones.spelled(local, " %H:%M:%S ") + (local.tzname() or timezone.get_current_timezone_name())
     return format_html('<time datetime="{}" title="{}">{}</time>', utc.isoformat(), title, text)
 
 
@@ -149,7 +145,9 @@ def check_text(check: Any, name: str) -> str:
     if not isinstance(check, dict):
         return ""
     kept = check.get("said") or {}
-    return wording.in_language(kept.get(name) if isinstance(kept, dict) else None, str(check.get(name) or ""))
+    english = str(check.get(name) or "")
+    words = kept.get(name) if isinstance(kept, dict) else None
+    return wording.in_language(words, english) if words is not None else (english and _(english))
 
 
 @register.filter

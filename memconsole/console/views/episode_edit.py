@@ -11,7 +11,6 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy
 from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect, trigger_client_event
 
@@ -24,19 +23,12 @@ from memconsole.memory.scopes import ScopeKeys
 
 from .. import timezones
 from ..access import ConsoleRequest, scope_view
+from ..diffs import FIELD_LABELS
 from ..episode_forms import EpisodeForm, SpeakerForm
 from ..screens import render_screen, scope_context, wants_fragment
 
 CHAIN_LIMIT = 20  # as the detail view (episodes.py) shows them
 HISTORY_LIMIT = 50
-FIELD_LABELS = {
-    "content": gettext_lazy("Content"),
-    "tags": gettext_lazy("Tags"),
-    "importance": gettext_lazy("Importance"),
-    "sender_id": gettext_lazy("Speaker ID"),
-    "sender_name": gettext_lazy("Speaker name"),
-    "timestamp": gettext_lazy("Event time"),
-}
 
 
 def _resolve_speaker(keys: ScopeKeys, form: Any, field: str, typed: str) -> people.Person | None:
@@ -124,7 +116,7 @@ def _shown(value: Any, field: str) -> Any:
             stamp = timezones.local(datetime.fromisoformat(str(value)))
         except ValueError:
             return value
-        return f"{stamp.year:04d}" + stamp.strftime("-%m-%d %H:%M ") + (stamp.tzname() or "")
+        return timezones.spelled(stamp, " %H:%M ") + (stamp.tzname() or "")
     return ", ".join(str(item) for item in value) if isinstance(value, list) else value
 
 

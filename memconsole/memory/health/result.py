@@ -36,8 +36,8 @@ DATABASE_FIX = gettext_noop("Check that the database named by DATABASE_URL is ru
 class Check(Report):
     """One check's finding. `detail` and `fix` are English (the CLI, /readyz, the stored run), and
     keep their words (`said`) for the console to say again in the reader's language: a `Said` its
-    message and values, a plain text itself (translated when it is a message of the catalogs, such
-    as REINDEX_FIX; shown as it is otherwise)."""
+    message and values. A plain text is kept as itself: the console translates it when it is a
+    message of the catalogs, such as REINDEX_FIX, and shows it as it is otherwise."""
 
     id: str
     status: str
@@ -48,8 +48,8 @@ class Check(Report):
     def __post_init__(self) -> None:
         for name in ("detail", "fix"):
             value = getattr(self, name)
-            if value:
-                self.said[name] = (value if isinstance(value, Said) else Said(str(value))).stored()
+            if isinstance(value, Said):
+                self.said[name] = value.stored()
                 setattr(self, name, str(value))
 
     def json_fix(self) -> str:

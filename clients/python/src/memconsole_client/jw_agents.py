@@ -151,12 +151,7 @@ class MemconsoleMemoryStore:
             for status in STATUSES
             for episode in self._all(session, status=status, kind=kind)
         ]
-        held = {
-            row["session_name"]: row["episodes"]
-            for row in self._client.list_sessions()
-            if row["isolation"] == "session"
-        }
-        if ids and held.get(session_id) == len(ids):
+        if ids and not self._holds_more(session, len(ids)):
             return session.forget_session()  # the session holds nothing else: one audited batch
         return sum(1 for episode_id in ids if session.forget(episode_id))
 
@@ -176,6 +171,22 @@ class MemconsoleMemoryStore:
             cursor = page["next_cursor"]
             if cursor is None:
                 return episodes
+
+    def _holds_more(self, session: MemoryClient, count: int) -> bool:
+        """Whether the session holds more than `count` episodes of any kind, reading no further
+        than the page that says so (not every session of the bot)."""
+        held = 0
+        for status in STATUSES:
+            cursor: str | None = None
+            while True:
+                page = session.list_episodes(status=status, limit=LIST_PAGE, cursor=cursor)
+                held += len(page["episodes"])
+                if held > count:
+                    return True
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+        return False
 
     def _newest(self, session_id: str, kind: str | None, limit: int) -> list[MemoryRecord]:
         records: list[MemoryRecord] = []
