@@ -23,25 +23,22 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from . import checkpoints, rowstate
+from .actors import Actor as Actor  # re-exported: audit.Actor, as every caller names it
 from .auditkey import GENESIS as GENESIS  # re-exported: audit.GENESIS, audit.audit_key, audit.key_id
 from .auditkey import audit_key as audit_key
 from .auditkey import key_id as key_id
-from .errors import PermissionDenied
 from .models import AuditEntry, AuditHead, canonical_json
 from .reports import Report
 from .wording import Said
-
-if TYPE_CHECKING:
-    from .scopes import ScopeKeys
 
 SUMMARY_MAX = 240
 
@@ -66,42 +63,43 @@ def current_batch() -> str:
     return _BATCH.get()
 
 
-@dataclass(frozen=True)
-class Actor:
-    """Who performs an operation: a console user, a bot token or the system.
+@dataclass
+class _Buffer:
+    heads: dict[str, AuditHead]
+    entries: list[AuditEntry]
 
-    `bot_uuids`, when set, limits the actor to those bots; operations refuse any other scope.
-    """
 
-    type: str  # user | token | system
-    name: str
-    bot_uuids: frozenset[str] | None = field(default=None)
+# The entries appended inside `buffered()` and not yet written, with their chains' locked heads.
+_BUFFER: ContextVar[_Buffer | None] = ContextVar("audit_buffer", default=None)
 
-    @classmethod
-    def system(cls, name: str = "system") -> Actor:
-        return cls("system", name)
 
-    @classmethod
-    def for_user(cls, user: Any, bot_uuids: frozenset[str] | None = None) -> Actor:
-        return cls("user", user.get_username(), bot_uuids)
+@contextmanager
+def buffered() -> Iterator[None]:
+    """Inside the caller's `transaction.atomic()`: every entry appended in the block is chained as
+    `append` chains it, each chain's head locked once, and all are written in one statement when the
+    block ends (a batch of episodes: one INSERT, not one INSERT and one head UPDATE an entry). An
+    error in the block writes none of them, and the transaction rolls back. Nothing in the block may
+    read the entries back from the database."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit.buffered must run inside transaction.atomic()")
+    buffer = _Buffer({}, [])
+    token = _BUFFER.set(buffer)
+    try:
+        yield
+    finally:
+        _BUFFER.reset(token)
+    AuditEntry.objects.bulk_create(buffer.entries)
+    for head in buffer.heads.values():
+        head.save(update_fields=["seq", "entry_hash"])
 
-    @classmethod
-    def for_token(cls, token: Any) -> Actor:
-        return cls("token", f"token:{token.prefix}:{token.name}", frozenset(token.bot_uuids))
 
-    @property
-    def label(self) -> str:
-        return f"{self.type}:{self.name}" if self.type != "token" else self.name
-
-    def may_use_bot(self, bot_uuid: str) -> bool:
-        """Whether this actor may read or change the memory of bot `bot_uuid`."""
-        return self.bot_uuids is None or bot_uuid in self.bot_uuids
-
-    def require_bot(self, keys_or_bot_uuid: ScopeKeys | str) -> None:
-        """`PermissionDenied` unless this actor may use the bot (of these scope keys)."""
-        bot_uuid = keys_or_bot_uuid if isinstance(keys_or_bot_uuid, str) else keys_or_bot_uuid.bot_uuid
-        if not self.may_use_bot(bot_uuid):
-            raise PermissionDenied("this actor may not use this bot's memory")
+def _head(chain: str) -> AuditHead:
+    buffer = _BUFFER.get()
+    if buffer is None:
+        return _heads_for_update([chain])[chain]
+    if chain not in buffer.heads:
+        buffer.heads[chain] = _heads_for_update([chain])[chain]
+    return buffer.heads[chain]
 
 
 def payload_digest(payload: dict[str, Any]) -> str:
@@ -280,7 +278,7 @@ def append(
     if batch_id:
         payload["batch_id"] = batch_id
     chain = scope_key
-    head = _heads_for_update([chain])[chain]
+    head = _head(chain)
     entry = AuditEntry(
         chain=chain,
         seq=head.seq + 1,
@@ -302,9 +300,13 @@ def append(
     )
     entry.set_payload(payload)
     entry.entry_hash = entry_hash(entry)
-    entry.save(force_insert=True)
     head.seq = entry.seq
     head.entry_hash = entry.entry_hash
+    buffer = _BUFFER.get()
+    if buffer is not None:
+        buffer.entries.append(entry)  # written when `buffered()` ends
+        return entry
+    entry.save(force_insert=True)
     head.save(update_fields=["seq", "entry_hash"])
     return entry
 

@@ -4,8 +4,8 @@ Each episode is checked, stored and audited exactly as `episodes.remember` does 
 `validate_new_episode`, `supersede_candidates` and `store_episode`), in order, as if they were
 remembered one after another: a correction later in the batch supersedes an earlier episode of the
 batch too. What a batch saves is the per-call cost: the texts are embedded in one model call, every
-row, lexical entry, audit entry (one per episode, sharing one `audit.batch()` id), pending vector
-and counter is written in one transaction, and the vectors are written in one upsert per collection.
+row, lexical entry, audit entry (one per episode, sharing one `audit.batch()` id, all written in
+one statement by `audit.buffered()`), pending vector and counter is written in one transaction, and the vectors are written in one upsert per collection.
 
 As for `remember`, the database commits first, with the vectors (pending.py), and the vector index
 follows (indexer.py): when the index refuses the vectors, the episodes stay stored, found by recall
@@ -124,7 +124,7 @@ def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "a
     from_index = [supersede_candidates(keys, model_id, vectors_[i], new) for i, new in enumerate(batch)]
 
     superseded: list[list[Episode]] = []
-    with audit.batch() as batch_id, transaction.atomic():
+    with audit.batch() as batch_id, transaction.atomic(), audit.buffered():
         register_scope(keys)
         now = timezone.now()
         unaudited = rowstate.take()  # the caller's, for the first entry; then the batch's own rows

@@ -28,6 +28,7 @@ present). A query's document frequencies, and its candidate lookups, are one sta
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import re
@@ -135,8 +136,15 @@ def document_text(episode: Episode, content: str | None = None) -> str:
 
 
 @cache
+@functools.lru_cache(maxsize=8)
 def _key(secret: str) -> bytes:
     return hashlib.blake2b(secret.encode(), digest_size=32, person=b"mc-lexical-v1").digest()
+
+
+@functools.lru_cache(maxsize=256)
+def _scope_hasher(key: bytes, user_key: str) -> hashlib.blake2b:
+    """The keyed hash with the scope's part already fed in (never updated: `token` copies it)."""
+    return hashlib.blake2b(user_key.encode() + b"\x00", key=key, digest_size=8)
 
 
 def lexical_key() -> bytes:
@@ -150,15 +158,20 @@ def key_fingerprint() -> str:
 
 def token(user_key: str, term: str) -> str:
     """The stored token of `term` in `user_key`'s scope: 16 hex digits of a keyed BLAKE2b."""
-    data = user_key.encode() + b"\x00" + term.encode()
-    return "t" + hashlib.blake2b(data, key=lexical_key(), digest_size=8).hexdigest()
+    return _token(_scope_hasher(lexical_key(), user_key), term)
+
+
+def _token(scope_hasher: hashlib.blake2b, term: str) -> str:
+    hasher = scope_hasher.copy()
+    hasher.update(term.encode())
+    return "t" + hasher.hexdigest()
 
 
 def episode_tokens(episode: Episode) -> list[str]:
-    user_key = episode.user_key
-    tokens = {token(user_key, t) for t in terms(document_text(episode))}
-    tokens.add(token(user_key, ALL_TERM))
-    tokens.add(token(user_key, SENDER_TERM + episode.sender_id))
+    scope_hasher = _scope_hasher(lexical_key(), episode.user_key)
+    tokens = {_token(scope_hasher, t) for t in terms(document_text(episode))}
+    tokens.add(_token(scope_hasher, ALL_TERM))
+    tokens.add(_token(scope_hasher, SENDER_TERM + episode.sender_id))
     return sorted(tokens)
 
 

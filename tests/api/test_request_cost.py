@@ -7,11 +7,15 @@ many values it seals), the rate-limit count in one statement, and the write's ow
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from memconsole.api.models import RateWindow
+from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.install import InstallState
+from memconsole.memory.models import AuditEntry
 
 from .conftest import SCOPE_A
 
@@ -54,3 +58,25 @@ def test_a_write_in_a_fresh_savepoint_asks_again(db):
         assert not InstallState.is_encrypted()  # the same block: its answer stands
         with transaction.atomic():
             assert InstallState.is_encrypted()
+
+
+def test_a_batch_writes_its_audit_entries_in_one_statement(api):
+    """A batch of 40 episodes takes its chain's head once and writes every entry together: the
+    statements do not grow with the batch (they were ~3 more an episode), and the chain verifies,
+    each entry recording its own episode."""
+    remember(api, "the first memory opens the space")
+    items = [{"content": f"fact number {n} about the team", "sender_id": f"u{n % 3}"} for n in range(40)]
+
+    with CaptureQueriesContext(connection) as captured:
+        response = api.post("remember", {**SCOPE_A, "episodes": items})
+
+    assert response.status_code == 201, response.content
+    statements = [query["sql"] for query in captured.captured_queries]
+    audit = [sql for sql in statements if "memory_auditentry" in sql or "memory_audithead" in sql]
+    assert len(audit) <= 3, audit  # lock the head, insert the entries, move the head
+    assert len(statements) <= 30
+    entries = list(AuditEntry.objects.filter(operation="remember").order_by("seq"))[1:]
+    assert [entry.target_id for entry in entries] == [answer["episode_id"] for answer in response.json()["episodes"]]
+    assert [entry.seq for entry in entries] == list(range(entries[0].seq, entries[0].seq + 40))
+    assert all(entry.prev_hash == before.entry_hash for before, entry in pairwise(entries))
+    assert verify_audit_chain().ok
