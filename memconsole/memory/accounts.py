@@ -15,8 +15,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import Group, User
+from django.contrib.sessions.models import Session
 from django.db import transaction
+from django.utils import timezone
 from django.utils.translation import gettext_noop
 
 from . import audit, roles
@@ -208,10 +211,24 @@ def set_active(by: Any, user: User, active: bool) -> bool:
             return False
         user.is_active = active
         user.save(update_fields=["is_active"])
+        if not active:
+            end_sessions(user)
         state = gettext_noop("user %(user)s reactivated") if active else gettext_noop("user %(user)s deactivated")
         summary = said(state, user=repr(user.username))
         _record("user_active", by, user, summary, {"is_active": not active}, {"is_active": active})
     return True
+
+
+def end_sessions(user: User) -> int:
+    """Delete every open console session of `user` (deactivation): reactivating the account later
+    does not bring a session back, the user logs in again. Returns how many ended."""
+    ended = [
+        session.pk
+        for session in Session.objects.filter(expire_date__gt=timezone.now()).iterator()
+        if session.get_decoded().get(SESSION_KEY) == str(user.pk)
+    ]
+    Session.objects.filter(pk__in=ended).delete()
+    return len(ended)
 
 
 def change_password(user: User, password: str) -> None:

@@ -3,9 +3,10 @@ were active at T, for one memory space or one speaker, and the difference betwee
 
 - **Profiles** come from their versions: every change stores the whole profile after it, so the
   profile at T is its newest version written at or before T.
-- **Episodes** are the rows stored at or before T, each with its state at T. That state is the
-  "before" side of the first lifecycle entry after T in the audit chain (archive, restore, edit,
-  delete), or the row as it is now when nothing changed it since. A supersede is read from its
+- **Episodes** are the rows stored at or before T, each with its state at T. Each field of that
+  state (status, content, importance, speaker, event time) is the "before" side of the first
+  lifecycle entry after T that changed it (archive, restore, edit, reassign, delete: an edit
+  records only the fields it changed), or the row as it is now when nothing changed it since. A supersede is read from its
   successor: an episode superseded by one stored after T was still active at T. An episode
   deleted since T is shown from its delete entry's before-image (not when erasure redacted it).
   An imported episode counts from its event time, since an import records its scope, not each row.
@@ -20,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Q
+
 from .audit import Actor
 from .models import (
     PROFILE_SESSION,
@@ -33,7 +36,9 @@ from .models import (
 from .profiles import EMPTY_PROFILE
 from .scopes import ScopeKeys
 
-LIFECYCLE = ("archive", "restore", "delete", "episode_edit")
+LIFECYCLE = ("archive", "restore", "delete", "episode_edit", "episode_reassign")
+SINCE = {"archive": "archived", "restore": "restored", "episode_edit": "edited", "episode_reassign": "edited"}
+STATE_FIELDS = ("status", "content", "importance", "sender_id", "sender_name", "timestamp")
 MAX_CHANGES = 5000
 MAX_EPISODES = 500
 PROFILE_FIELDS = ("name", "traits", "preferences", "notes")
@@ -104,29 +109,32 @@ def difference(before: Knowledge, after: Knowledge) -> Difference:
     return diff
 
 
-def _changes_since(keys: ScopeKeys, at: datetime) -> tuple[dict[str, AuditEntry], bool]:
-    """The first lifecycle entry after `at` for each episode of the space (and whether the read was cut)."""
+def _changes_since(keys: ScopeKeys, at: datetime) -> tuple[dict[str, list[AuditEntry]], bool]:
+    """Every lifecycle entry after `at` for each episode of the space, oldest first (and whether the read was cut)."""
     rows = AuditEntry.objects.filter(
         user_key=keys.user_key, target_type="episode", operation__in=LIFECYCLE, timestamp__gt=at
     ).order_by("id")
-    first: dict[str, AuditEntry] = {}
+    changes: dict[str, list[AuditEntry]] = {}
     for read, entry in enumerate(rows[: MAX_CHANGES + 1], 1):
         if read > MAX_CHANGES:
-            return first, True
-        first.setdefault(entry.target_id, entry)
-    return first, False
+            return changes, True
+        changes.setdefault(entry.target_id, []).append(entry)
+    return changes, False
 
 
-def _episodes_at(keys: ScopeKeys, at: datetime, changes: dict[str, AuditEntry], speaker_id: str) -> list[KnownEpisode]:
+def _episodes_at(
+    keys: ScopeKeys, at: datetime, changes: dict[str, list[AuditEntry]], speaker_id: str
+) -> list[KnownEpisode]:
     rows = Episode.objects.in_scope(keys.user_key).filter(created_at__lte=at)
-    if speaker_id:
-        rows = rows.filter(sender_id=speaker_id)
+    if speaker_id:  # their episodes now, and those whose speaker changed since (reassigned to or from them)
+        moved = [i for i, entries in changes.items() if any("sender_id" in _side(e, "before") for e in entries)]
+        rows = rows.filter(Q(sender_id=speaker_id) | Q(episode_id__in=moved))
     rows = rows.order_by("-timestamp", "-id")
     successors = _successor_times(keys, rows)
     known: list[KnownEpisode] = []
     for episode in rows[: MAX_EPISODES * 2]:
-        state = _state_at(episode, changes.get(episode.episode_id), successors, at)
-        if state is not None:
+        state = _state_at(episode, changes.get(episode.episode_id, []), successors, at)
+        if state is not None and (not speaker_id or state.sender_id == speaker_id):
             known.append(state)
     known.extend(_deleted_since(keys, at, changes, speaker_id, {e.episode_id for e in known}))
     return known[:MAX_EPISODES]
@@ -138,15 +146,32 @@ def _successor_times(keys: ScopeKeys, rows: Any) -> dict[str, datetime]:
     return dict(found)
 
 
+def _as_at(now: dict[str, Any], entries: list[AuditEntry]) -> dict[str, Any]:
+    """The fields of `now` as they were before `entries` (the changes since, oldest first): each
+    field from the first entry whose before-image holds it."""
+    then = dict(now)
+    for name in STATE_FIELDS:
+        for entry in entries:
+            before = _side(entry, "before")
+            if name in before:
+                then[name] = before[name]
+                break
+    return then
+
+
 def _state_at(
-    episode: Episode, change: AuditEntry | None, successors: dict[str, datetime], at: datetime
+    episode: Episode, entries: list[AuditEntry], successors: dict[str, datetime], at: datetime
 ) -> KnownEpisode | None:
-    content, status, since = episode.content, episode.effective_status, ""
-    if change is not None:
-        before = _side(change, "before")
-        status = str(before.get("status", status))
-        content = str(before.get("content", content))
-        since = {"archive": "archived", "restore": "restored", "episode_edit": "edited"}.get(change.operation, "")
+    now = {
+        "status": episode.effective_status,
+        "content": episode.content,
+        "importance": episode.importance,
+        "sender_id": episode.sender_id,
+        "sender_name": episode.sender_name,
+        "timestamp": episode.timestamp.isoformat() if episode.timestamp else None,
+    }
+    then = _as_at(now, entries)
+    status, since = str(then["status"]), SINCE.get(entries[0].operation, "") if entries else ""
     if status == STATUS_SUPERSEDED:
         successor = successors.get(episode.superseded_by)
         if successor is None or successor <= at:
@@ -154,55 +179,52 @@ def _state_at(
         status, since = STATUS_ACTIVE, since or "superseded"
     if status != STATUS_ACTIVE:
         return None
+    return _known(episode.episode_id, then, since)
+
+
+def _known(episode_id: str, state: dict[str, Any], since: str) -> KnownEpisode:
+    importance = state.get("importance", 2)
     return KnownEpisode(
-        episode.episode_id,
-        content,
-        episode.sender_id,
-        episode.sender_name,
-        episode.importance,
-        episode.timestamp.isoformat() if episode.timestamp else None,
+        episode_id,
+        str(state.get("content", "")),
+        str(state.get("sender_id", "")),
+        str(state.get("sender_name", "")),
+        importance if isinstance(importance, int) else 2,
+        state.get("timestamp") if isinstance(state.get("timestamp"), str) else None,
         since,
     )
 
 
 def _deleted_since(
-    keys: ScopeKeys, at: datetime, changes: dict[str, AuditEntry], speaker_id: str, seen: set[str]
+    keys: ScopeKeys, at: datetime, changes: dict[str, list[AuditEntry]], speaker_id: str, seen: set[str]
 ) -> list[KnownEpisode]:
-    deletes = [e for e in changes.values() if e.operation == "delete" and e.target_id not in seen]
+    deletes = {
+        episode_id: [e.operation for e in entries].index("delete")
+        for episode_id, entries in changes.items()
+        if episode_id not in seen and any(e.operation == "delete" for e in entries)
+    }
     if not deletes:
         return []
     stored = dict(
         AuditEntry.objects.filter(
-            user_key=keys.user_key,
-            target_type="episode",
-            operation="remember",
-            target_id__in=[e.target_id for e in deletes],
+            user_key=keys.user_key, target_type="episode", operation="remember", target_id__in=list(deletes)
         ).values_list("target_id", "timestamp")
     )
     known = []
-    for entry in deletes:
-        if entry.redacted:
+    for episode_id, position in deletes.items():
+        entries = changes[episode_id]
+        if any(entry.redacted for entry in entries[: position + 1]):
             continue  # erased: nothing of it is kept, and nothing is shown
-        image = _side(entry, "before")
+        image = _as_at(_side(entries[position], "before"), entries[:position])
         if image.get("status", STATUS_ACTIVE) != STATUS_ACTIVE or (speaker_id and image.get("sender_id") != speaker_id):
             continue
-        when = stored.get(entry.target_id)
+        when = stored.get(episode_id)
         if when is None:  # imported: no entry of its own, its event time stands for its arrival
             stamp = image.get("timestamp")
             when = datetime.fromisoformat(stamp) if isinstance(stamp, str) else None
         if when is None or when > at:
             continue
-        known.append(
-            KnownEpisode(
-                entry.target_id,
-                str(image.get("content", "")),
-                str(image.get("sender_id", "")),
-                str(image.get("sender_name", "")),
-                int(image.get("importance", 2)),
-                image.get("timestamp"),
-                "deleted",
-            )
-        )
+        known.append(_known(episode_id, image, "deleted"))
     return known
 
 

@@ -137,6 +137,7 @@ def test_it_deactivates_and_reactivates_an_account(admin_client_, url, viewer, c
     admin_client_.post(url("user_active", viewer.pk), {"active": "1"})
     viewer.refresh_from_db()
     assert viewer.is_active
+    assert session.get(url("overview"))["Location"].startswith("/accounts/login/")  # not revived: log in again
     assert [e.payload["after"] for e in AuditEntry.objects.filter(operation="user_active").order_by("id")] == [
         {"is_active": False},
         {"is_active": True},
@@ -149,6 +150,7 @@ def test_it_refuses_to_deactivate_ones_own_account(admin_client_, url, admin_use
     assert "You cannot deactivate your own account." in page
     response = admin_client_.post(url("user_active", admin_user.pk), {"active": "0"})
     assert response.status_code == 400 and "you cannot deactivate your own account" in response.content.decode()
+    assert "You cannot deactivate your own account." not in response.content.decode()  # said once, not twice
     admin_user.refresh_from_db()
     assert admin_user.is_active
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
-from memconsole.memory import episodes, profiles, timetravel
+from memconsole.memory import editing, episodes, profiles, timetravel
 from memconsole.memory.audit import Actor
 from memconsole.memory.errors import PermissionDenied
 
@@ -57,6 +57,35 @@ def test_it_rebuilds_what_was_known_before_and_after_a_day_of_changes(keys, syst
         "Bob's cat is called Tom",
     }
     assert ("speaker", "u1", "traits", [], ["drinks tea"]) in diff.profiles
+
+
+def test_each_field_is_as_it_was_whatever_changed_it_first(keys, system):
+    """An edit records only the fields it changed: an archive, a content edit or a reassignment
+    later than the first change after T is still undone (found by a user of "What did the bot know?")."""
+    edited_then_archived = remember(keys, system, "Alice works at the bakery", "u1", sender_name="Alice")
+    weighed_then_rewritten = remember(keys, system, "Bob runs on Sundays", "u2", sender_name="Bob", importance=3)
+    deleted_later = remember(keys, system, "Carol sings in a choir", "u3", sender_name="Carol")
+    moment = timezone.now()
+
+    editing.edit_episode(keys, system, edited_then_archived.episode_id, content="Alice works at the library")
+    episodes.archive(keys, system, [edited_then_archived.episode_id])
+    editing.edit_episode(keys, system, weighed_then_rewritten.episode_id, importance=5)
+    editing.edit_episode(keys, system, weighed_then_rewritten.episode_id, content="Bob runs on Saturdays")
+    editing.reassign_speaker(keys, system, weighed_then_rewritten.episode_id, "u9", "Dan")
+    editing.edit_episode(keys, system, deleted_later.episode_id, content="Carol sings in a band")
+    episodes.delete(keys, system, [deleted_later.episode_id])
+
+    then = {e.episode_id: e for e in timetravel.known_at(keys, system, moment).episodes}
+    assert then[edited_then_archived.episode_id].content == "Alice works at the bakery"
+    bob = then[weighed_then_rewritten.episode_id]
+    assert (bob.content, bob.importance, bob.sender_id, bob.sender_name) == ("Bob runs on Sundays", 3, "u2", "Bob")
+    assert (then[deleted_later.episode_id].content, then[deleted_later.episode_id].changed_since) == (
+        "Carol sings in a choir",
+        "deleted",
+    )
+    bobs = timetravel.known_at(keys, system, moment, speaker_id="u2").episodes
+    assert [e.content for e in bobs] == ["Bob runs on Sundays"]  # his at the time, though Dan's now
+    assert timetravel.known_at(keys, system, moment, speaker_id="u9").episodes == []
 
 
 def test_one_speaker_and_a_moment_before_anything(keys, system):
