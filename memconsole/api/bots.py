@@ -40,7 +40,7 @@ def _within_limit(value: str) -> str:
 
 def _text(value: Any) -> Any:
     if not isinstance(value, str):
-        raise ValueError("must be a string")
+        raise PydanticCustomError("invalid_type", "must be a string")
     return value
 
 

@@ -79,7 +79,9 @@ def _datetime(value: Any) -> datetime:
     try:
         parsed = datetime.fromisoformat(value.replace("z", "Z").replace("t", "T"))
     except ValueError as exc:
-        raise PydanticCustomError("invalid_type", "is not a valid date-time: {reason}", {"reason": str(exc)}) from None
+        # Python's own words ("month must be in 1..12"), but not its timedelta reprs for an offset.
+        reason = "its UTC offset must be less than 24 hours" if "offset" in str(exc) else str(exc)
+        raise PydanticCustomError("invalid_type", "is not a valid date-time: {reason}", {"reason": reason}) from None
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         parsed = parsed.replace(tzinfo=UTC)  # LangBot's rule
     try:

@@ -58,12 +58,13 @@ def check_tree(data: Any) -> None:
                 raise ApiError(400, "invalid_body", "a string holds an invalid unicode escape", top) from None
             if "\x00" in value:
                 raise ApiError(422, "invalid", "a string contains a NUL character", top)
-        elif isinstance(value, dict):
+        elif isinstance(value, dict):  # the field named as the validation names it: episodes[2].content
             for key, item in value.items():
-                stack.append((key, depth + 1, top or key))
-                stack.append((item, depth + 1, top or key))
+                where = f"{top}.{key}" if top else str(key)
+                stack.append((key, depth + 1, where))
+                stack.append((item, depth + 1, where))
         elif isinstance(value, list):
-            stack.extend((item, depth + 1, top) for item in value)
+            stack.extend((item, depth + 1, f"{top}[{i}]" if top else f"[{i}]") for i, item in enumerate(value))
 
 
 def _chunked(request: HttpRequest) -> bool:

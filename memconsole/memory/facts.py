@@ -23,7 +23,7 @@ from .audit import Actor
 from .botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS, Fact, FactVersion, WindowMessage
 from .errors import NotFound
 from .scopes import ScopeKeys, register_scope
-from .validation import text
+from .validation import text, validate_identifier
 from .wording import said
 
 MAX_VALUE_CHARS = 2000
@@ -53,11 +53,11 @@ def _view(fact: Fact) -> FactView:
 
 
 def _subject(value: Any) -> str:
-    return text(value, "subject", MAX_SUBJECT_CHARS, required=True, trim=True)
+    return validate_identifier(value, "subject", MAX_SUBJECT_CHARS)
 
 
 def _key(value: Any) -> str:
-    return text(value, "key", MAX_FACT_KEY_CHARS, required=True, trim=True)
+    return validate_identifier(value, "key", MAX_FACT_KEY_CHARS)
 
 
 def target_id(subject: str, key: str) -> str:

@@ -125,7 +125,7 @@ def profile_answer(profile_type: str, sender_id: str, data: dict[str, Any], row:
     """A profile as the bot-facing faces answer it (the JSON API's `Profile`, the MCP tools')."""
     return {
         "type": profile_type,
-        "sender_id": "" if profile_type == PROFILE_SESSION else sender_id.strip(),
+        "sender_id": "" if profile_type == PROFILE_SESSION else validate_speaker(sender_id),  # as stored
         "name": data.get("name", ""),
         "traits": data.get("traits", []),
         "preferences": data.get("preferences", []),

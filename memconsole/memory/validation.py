@@ -71,8 +71,20 @@ def validate_speaker(value: Any, name: str = "sender_id") -> str:
     and speaker matching see one person), on one line: a name is written into the headers of an
     injected prompt, so no line breaks or other control characters. An id (a platform's identifier)
     holds no invisible character at all; a name may (the joiner inside an emoji)."""
-    cleaned = _trimmed(text(value, name, MAX_SENDER_CHARS))
-    refused = LINE_BREAKING | ({"Cf"} if name == "sender_id" else set())
+    return _one_person(_trimmed(text(value, name, MAX_SENDER_CHARS)), name, identifier=name == "sender_id")
+
+
+def validate_identifier(value: Any, name: str, max_chars: int) -> str:
+    """A fact's subject or key, required: trimmed and refused as a sender_id is (`validate_speaker`),
+    so the fact about " u7" or "\ufeffu7" is u7's, on their profile and in their erasure."""
+    cleaned = _one_person(_trimmed(text(value, name, max_chars, required=True, trim=True)), name, identifier=True)
+    if not cleaned:
+        raise ValidationError(f"{name} is required", field=name)
+    return cleaned
+
+
+def _one_person(cleaned: str, name: str, *, identifier: bool) -> str:
+    refused = LINE_BREAKING | ({"Cf"} if identifier else set())
     if any(unicodedata.category(char) in refused for char in cleaned):
         raise ValidationError(
             f"{name} may not contain line breaks or other control or invisible characters", field=name

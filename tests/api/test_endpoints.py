@@ -154,6 +154,14 @@ def test_it_updates_profiles_and_reads_them_back(api):
     assert (session["type"], session["sender_id"], session["name"]) == ("session", "", "Hiking club")
 
 
+def test_a_profile_answer_names_the_speaker_as_stored(api):
+    """An id padded with a BOM or a zero-width space reads and writes u1's profile: the answer says u1."""
+    changed = api.post("profile", {**SCOPE_A, "type": "speaker", "sender_id": "u1\u200b", "set": {"name": "Ann"}})
+    assert changed.status_code == 200 and changed.json()["sender_id"] == "u1"
+    read = api.get("profile", {**SCOPE_A, "type": "speaker", "sender_id": "\ufeffu1"}).json()
+    assert (read["sender_id"], read["name"]) == ("u1", "Ann")
+
+
 def test_an_update_that_changes_nothing_keeps_the_version(api):
     """A bot that re-adds a trait it already stored on every message must not fill the history and
     the audit chain, nor turn a guarded writer's next update into a 409."""

@@ -89,6 +89,13 @@ def test_it_answers_400_for_wrong_types(api, unchanged, field, value):
     error_of(api.post("remember", {**REMEMBER, field: value}), 400, "invalid_type", field)
 
 
+def test_a_time_with_an_impossible_offset_is_explained_without_python_internals(api, unchanged):
+    response = api.post("remember", {**REMEMBER, "timestamp": "2026-01-01T00:00:00+99:99"})
+    error_of(response, 400, "invalid_type", "timestamp")
+    message = response.json()["error"]["message"]
+    assert "UTC offset must be less than 24 hours" in message and "timedelta" not in message
+
+
 def test_it_answers_400_for_unknown_fields(api, unchanged):
     error_of(api.post("remember", {**REMEMBER, "conten": "typo"}), 400, "unknown_field", "conten")
     error_of(api.post("profile", {**SCOPE_A, "set": {"nmae": "x"}}), 400, "unknown_field", "set.nmae")

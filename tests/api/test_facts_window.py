@@ -145,6 +145,8 @@ def test_it_refuses_a_bad_message(api, body, status, field):
     response = api.post("messages", {**SCOPE_A, **body})
     assert response.status_code == status, response.content
     assert response.json()["error"]["field"] == field
+    if status == 400:  # worded as every wrong type is
+        assert response.json()["error"]["message"] == f"{field}: must be a string"
 
 
 def test_message_contents_are_sealed(api, settings):

@@ -88,6 +88,9 @@ def test_it_refuses_the_whole_batch_for_one_invalid_episode(api):
     assert domain.json()["error"]["field"] == "episodes[1].metadata"
     assert "episodes[1]" in domain.json()["error"]["message"]
 
+    nul = api.post("remember", {**SCOPE_A, "episodes": [good, good, {"content": "a\x00b"}]})
+    assert (nul.status_code, nul.json()["error"]["field"]) == (422, "episodes[2].content")
+
     scoped = api.post("remember", {**SCOPE_A, "episodes": [{**good, "bot_uuid": "bot-b"}]})
     assert scoped.status_code == 400
     assert scoped.json()["error"] == {

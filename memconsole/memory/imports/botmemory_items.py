@@ -45,8 +45,8 @@ def fact_in(keys: ScopeKeys, where: str, subject: Any, key: Any, value: Any, upd
     return FactIn(
         keys=keys,
         where=where,
-        subject=fields.text(subject, where, "subject", MAX_SUBJECT_CHARS, required=True, trim=True),
-        key=fields.text(key, where, "key", MAX_FACT_KEY_CHARS, required=True, trim=True),
+        subject=fields.identifier(subject, where, "subject", MAX_SUBJECT_CHARS, required=True),
+        key=fields.identifier(key, where, "key", MAX_FACT_KEY_CHARS, required=True),
         value=fields.text(value, where, "value", MAX_VALUE_CHARS, required=True, trim=True),
         updated_at=fields.time(updated_at, where, "updated_at"),
     )
@@ -71,8 +71,8 @@ def message_in(
         role=role_text,
         content=fields.content(content, where),
         created_at=fields.time(created_at, where, "created_at") or imported_at,
-        sender_id=fields.text(sender_id, where, "sender_id", MAX_SENDER_CHARS, trim=True),
-        sender_name=fields.text(sender_name, where, "sender_name", MAX_SENDER_CHARS, trim=True),
+        sender_id=fields.identifier(sender_id, where, "sender_id", MAX_SENDER_CHARS),
+        sender_name=fields.identifier(sender_name, where, "sender_name", MAX_SENDER_CHARS),
     )
 
 

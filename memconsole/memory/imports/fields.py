@@ -95,6 +95,18 @@ def kind(value: Any, where: str, notes: list[Note]) -> str:
         return ""
 
 
+def identifier(value: Any, where: str, name: str, max_chars: int, *, required: bool = False) -> str:
+    """An id kept as a live write keeps it: a fact's subject or key (`required`,
+    `validation.validate_identifier`) or a speaker's id (`validation.validate_speaker`)."""
+    kept = text(value, where, name, max_chars, required=required, trim=True)
+    try:
+        if required:
+            return validation.validate_identifier(kept, name, max_chars)
+        return validation.validate_speaker(kept, name)
+    except ValidationError as exc:
+        raise fail(where, name, exc.said or exc.message.removeprefix(f"{name} ")) from None
+
+
 def metadata(value: Any, where: str) -> dict[str, Any]:
     """An episode's metadata (issue 20): a JSON object within the limits of a live write, else fails."""
     try:
