@@ -347,7 +347,10 @@ class LexicalQuery:
         return sum(w for t, w in self.weights.items() if t in joined) / total
 
     def __post_init__(self) -> None:
-        self._total = sum(self.weights.values())
+        # A query of function words only ("is the", "in my") matches nothing lexically: its share
+        # would be 1.0 in any episode holding them, and lift an unrelated memory over the floor.
+        only_function_words = set(self.weights) <= self.function_terms
+        self._total = 0.0 if only_function_words else sum(self.weights.values())
 
     def candidates(self, limit: int, sender_id: str | None = None) -> list[int]:
         """Episode pks sharing the query's rarer terms, best first (summed idf of the terms each

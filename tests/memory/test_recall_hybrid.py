@@ -100,6 +100,14 @@ def test_an_irrelevant_question_recalls_and_injects_nothing_and_the_snapshot_say
     assert all("lexical" in c["breakdown"] and "relevance" in c["breakdown"] for c in decision["candidates"])
 
 
+@pytest.mark.parametrize("question", ["is the", "of the", "I am", "in my", "my", "the the the"])
+def test_a_question_of_function_words_only_recalls_and_injects_nothing(keys, system, chat, question):
+    """Sharing only "the" or "my" with a memory is no match (found by probing the API: every such
+    question injected three unrelated memories)."""
+    assert retrieval.recall(keys, question, top_k=5) == []
+    assert injection.record_injection(keys, system, question, sender_id="sam", top_k=3).hits == []
+
+
 def test_the_floor_is_a_setting_and_zero_turns_it_off(keys, chat, settings):
     settings.MEMCONSOLE_RECALL_MIN_SIMILARITY = 0.0
     assert len(retrieval.recall(keys, "quantum chromodynamics lecture", top_k=3)) == 3
