@@ -121,6 +121,20 @@ def on_exit(server: Any) -> None:  # gunicorn hook, in the master after the last
                 directory.rmdir()
 
 
+# gunicorn drains at most this much of a body the application did not read (a request refused
+# before its body: 413 by its Content-Length, 401, 429), then closes the connection it had just
+# answered as kept alive, and the client's next request on it gets no answer.
+UNREAD_BODY_DRAIN = 64 * 1024
+
+
+def pre_request(worker: Any, req: Any) -> None:  # gunicorn hook, in the worker before each request
+    """A request with a body larger than gunicorn drains is answered with `Connection: close`, so
+    a client never reuses a connection the server is about to close."""
+    length = next((value for name, value in req.headers if name == "CONTENT-LENGTH"), "")
+    if length.isdigit() and int(length) > UNREAD_BODY_DRAIN:
+        req.must_close = True
+
+
 def post_worker_init(worker: Any) -> None:  # gunicorn hook, in each worker once the app is loaded
     gunicorn_errors.install()  # gunicorn's own refusals (414, 431, ...) in JSON, not its HTML page
     # Background jobs in this process when the index is embedded (MEMCONSOLE_JOBS_IN_WEB; one worker

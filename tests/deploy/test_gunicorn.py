@@ -1,7 +1,10 @@
-"""gunicorn with the embedded index: one worker only, refused clearly otherwise (issue 8 item 2)."""
+"""gunicorn with memconsole's config: one worker only with the embedded index, refused clearly otherwise
+(issue 8 item 2); connections it is about to close are said to close."""
 
 from __future__ import annotations
 
+import http.client
+import json
 import signal
 import subprocess
 import time
@@ -75,5 +78,28 @@ def test_it_stays_at_one_worker_when_asked_for_more_at_runtime(tmp_path):
 
         assert "2 workers need a Chroma server" in server.log()
         assert len(server.worker_pids()) == 1
+    finally:
+        server.stop()
+
+
+def test_a_refused_large_body_closes_the_connection_and_the_client_goes_on(tmp_path):
+    """A 413 is sent before the body is read; gunicorn then closes the connection: it must say so
+    (`Connection: close`), or the client's next request on it fails with "server disconnected"."""
+    server = Gunicorn.start(clean_env(tmp_path), tmp_path / "gunicorn.log")
+    try:
+        server.wait_ready(workers=1)
+        connection = http.client.HTTPConnection(LOOPBACK, server.port, timeout=30)
+        body = json.dumps({"content": "x" * 300_000}).encode()
+        headers = {"Content-Type": "application/json", "Authorization": "Bearer mc_not_a_token"}
+        for _ in range(3):
+            connection.request("POST", "/api/v1/remember", body=body, headers=headers)
+            refused = connection.getresponse()
+            refused.read()
+            assert refused.status in (401, 413) and refused.getheader("Connection") == "close"
+            connection.request("GET", "/healthz")  # http.client reconnects after a "close"
+            answer = connection.getresponse()
+            assert answer.status == 200 and answer.getheader("Connection") != "close"
+            answer.read()
+        connection.close()
     finally:
         server.stop()
