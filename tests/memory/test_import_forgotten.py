@@ -98,3 +98,35 @@ def test_an_erasure_for_another_bot_does_not_hold_back_this_one(tmp_path, keys, 
     Episode.objects.all().delete()
 
     assert _reimport(path, keys, system).episodes == 1
+
+
+@pytest.mark.parametrize("padded", ["\ufeffvictim-77", "victim-77\u200b", "\u00a0victim-77"])
+def test_an_erased_person_padded_with_invisible_characters_stays_erased(tmp_path, keys, system, padded):
+    """Found by probing imports: a file naming the erased id with a BOM or a zero-width space at
+    its ends brought the person back, and their next erasure could not find them."""
+    episodes.remember(keys, system, "Victim's address is 1 Main St", sender_id="victim-77")
+    erasure.erase_subject("victim-77", bot_uuid=keys.bot_uuid, actor=system)
+    document = {
+        "version": 1,
+        "scope_key": "old-bot:group_100",
+        "episodes": [{"id": "lb-9", "content": "Victim's address is 1 Main St", "sender_id": padded}],
+        "profiles": [{"type": "speaker", "sender_id": padded, "profile": {"name": "Vic"}}],
+    }
+    path = tmp_path / "langbot.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    report = imports.import_file(path, "langbot", bot_uuid=keys.bot_uuid, session_name=keys.session_name, actor=system)
+
+    assert (report.episodes, report.profiles) == (0, 0)
+    assert {item["kind"] for item in report.conflicts} == {"erased"}
+    assert not Episode.objects.exists() and not Profile.objects.filter(type="speaker").exists()
+
+
+def test_an_imported_speaker_with_a_line_break_refuses_the_file(tmp_path, keys, system):
+    document = {"version": 1, "episodes": [{"id": "lb-1", "content": "hello", "sender_id": "evil\n1"}]}
+    path = tmp_path / "langbot.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+
+    with pytest.raises(imports.ImportFileError, match="sender_id"):
+        imports.import_file(path, "langbot", bot_uuid=keys.bot_uuid, session_name=keys.session_name, actor=system)
+    assert not Episode.objects.exists()

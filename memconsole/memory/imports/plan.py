@@ -32,9 +32,11 @@ from django.utils.translation import gettext_noop  # reasons: English here, tran
 from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
 from ..paging import chunks
+from ..validation import MAX_SENDER_CHARS
 from ..scopes import ScopeKeys, derive_scope
 from ..wording import said
 from .botmemory_items import FactIn, MessageIn
+from . import fields
 from .fields import DELETED, Note
 from .report import ImportFileError, ImportReport
 
@@ -45,6 +47,12 @@ LOOKUP_BATCH = 500
 Progress = Callable[[str, int, int], None]
 # target(the file's session name, where in the file) -> the target scope's keys (checked for the actor).
 Target = Callable[[Any, str], ScopeKeys]
+
+
+def speaker(value: str, where: str, name: str) -> str:
+    """A record's speaker id or name as a live write keeps it (`validation.validate_speaker`): an
+    erased person's id padded with a BOM is still theirs, a line break in it refuses the file."""
+    return fields.identifier(value, where, name, MAX_SENDER_CHARS)
 
 
 @dataclass(slots=True)
@@ -70,6 +78,11 @@ class EpisodeIn:
     metadata: dict[str, Any] = field(default_factory=dict)
     query_id: str = ""  # the message it was remembered from (an export carries it)
 
+    def __post_init__(self) -> None:
+        # The speaker as every write keeps them, whatever the format: one person for erasure.
+        self.sender_id = speaker(self.sender_id, self.where, "sender_id")
+        self.sender_name = speaker(self.sender_name, self.where, "sender_name")
+
     @property
     def ref(self) -> str:
         """The id other records of the file use for this one."""
@@ -85,6 +98,9 @@ class ProfileIn:
     data: dict[str, Any]
     updated_at: datetime | None
     notes: list[Note] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.sender_id = speaker(self.sender_id, self.where, "sender_id")
 
     @property
     def label(self) -> str:
