@@ -27,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, models, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
@@ -134,7 +135,7 @@ def create(
 def get(job_id: Any) -> Job:
     try:
         return Job.objects.get(pk=job_id)
-    except (Job.DoesNotExist, ValueError, TypeError) as exc:
+    except (Job.DoesNotExist, DjangoValidationError, ValueError, TypeError) as exc:  # not a job id at all too
         raise NotFound("no such job") from exc
 
 

@@ -7,15 +7,17 @@ tests (test_worker_crash.py, test_import_concurrency.py) use the real one."""
 from __future__ import annotations
 
 import json
+import subprocess
 from io import StringIO
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.models import Count
 from django.urls import reverse
 
+from memconsole.jobs import queue
 from memconsole.memory import jobs, tamper
 from memconsole.memory.imports import writer
 from memconsole.memory.models import AuditEntry, Episode
@@ -130,3 +132,27 @@ def test_it_writes_nothing_in_a_dry_run_job(admin_client_):
     assert done.status == jobs.SUCCEEDED and done.report["episodes"] == EPISODES and done.report["dry_run"]
     assert imported() == (0, 0) and not AuditEntry.objects.filter(operation="import").exists()
     assert jobs.CHECKPOINT not in done.params
+
+
+def test_resume_job_finishes_a_job_whose_worker_on_this_machine_is_gone(admin_client_):
+    """A job left "running" by a worker killed with -9: resume_job runs it, where it said "wait"."""
+    job = start_import(admin_client_, dry_run="")
+    gone = _dead_pid()
+    jobs.Job.objects.filter(pk=job.pk).update(status=jobs.RUNNING, worker=f"worker:{queue.this_host()}:{gone}:x1")
+
+    call_command("resume_job", str(job.pk), stdout=StringIO(), stderr=StringIO())
+
+    job.refresh_from_db()
+    assert job.status == jobs.SUCCEEDED, job.error
+    assert imported() == (EPISODES, EPISODES)
+
+
+def test_resume_job_says_plainly_that_a_text_is_no_job(db):
+    with pytest.raises(CommandError, match="no job not-a-uuid"):
+        call_command("resume_job", "not-a-uuid", stdout=StringIO(), stderr=StringIO())
+
+
+def _dead_pid() -> int:
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -211,6 +214,30 @@ def test_it_exports_from_the_command_line(profiled, keys, tmp_path, capsys):
     assert doc["episodes"]["count"] == 4 and doc["audit"]["count"] > 0
     assert oct(target.stat().st_mode & 0o777) == "0o600"
     assert "Exported bot-a:group_100 (session)" in capsys.readouterr().err
+
+
+def test_it_writes_through_a_symlink_and_into_a_fifo_without_replacing_them(profiled, keys, tmp_path):
+    """Found by probing the command: `-o` renamed its temporary file over whatever was there."""
+    real = tmp_path / "real.json"
+    real.write_text("old", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(real)
+    call_command("export_scope", keys.scope_key, "-o", str(link))
+    assert link.is_symlink() and json.loads(real.read_text(encoding="utf-8"))["episodes"]["count"] > 0
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    call_command("export_scope", keys.scope_key, "-o", str(fifo))
+    reader.join(timeout=30)
+    assert stat.S_ISFIFO(fifo.stat().st_mode) and json.loads(received[0])["episodes"]["count"] > 0
+
+
+def test_it_says_plainly_when_the_output_folder_is_missing(profiled, keys, tmp_path):
+    with pytest.raises(CommandError, match=r"the folder of .* does not exist"):
+        call_command("export_scope", keys.scope_key, "-o", str(tmp_path / "nowhere" / "x.json"))
 
 
 def test_it_fails_clearly_for_an_unknown_scope_on_the_command_line(db):

@@ -223,6 +223,23 @@ def test_a_damaged_zip_is_reported_as_a_damaged_zip(tmp_path, cut):
     assert not Episode.objects.exists()
 
 
+def test_a_password_protected_zip_or_a_folder_is_refused_in_plain_words(tmp_path):
+    plain = backup_zip(tmp_path / "backup.zip").read_bytes()
+    locked = bytearray(plain)  # every member marked encrypted, as in a zip made with a password
+    for signature, flags in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # local headers, central directory
+        start = plain.find(signature)
+        while start >= 0:
+            locked[start + flags] |= 1
+            start = plain.find(signature, start + 1)
+    protected = tmp_path / "protected.zip"
+    protected.write_bytes(bytes(locked))
+    with pytest.raises(ImportFileError, match=r"^the zip file is password-protected"):
+        imports.import_file(protected, "mem0", bot_uuid="bot-new", session_name="person_alice", actor=ACTOR)
+    with pytest.raises(ImportFileError, match=r"is a folder, not a file$"):
+        imports.import_file(tmp_path, "mem0", bot_uuid="bot-new", session_name="person_alice", actor=ACTOR)
+    assert not Episode.objects.exists()
+
+
 AGENT_FILE = {
     "agents": [
         {

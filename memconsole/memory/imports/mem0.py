@@ -112,6 +112,12 @@ def _from_backup(path: Path) -> tuple[list[Any], dict[str, tuple[str, str]], dic
                 return _from_document(parse_json(_read_member(archive, main), "mem0", BACKUP_JSON))
             if lines is not None:
                 return _json_lines(_gunzip(_read_member(archive, lines), BACKUP_LINES)), {}, {}
+    except RuntimeError as exc:  # zipfile's word for a member that needs a password
+        if "encrypted" not in str(exc):
+            raise
+        raise ImportFileError(
+            said(gettext_noop("the zip file is password-protected; export the mem0 backup without a password"))
+        ) from None
     except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:  # a damaged or odd member too
         raise ImportFileError(
             said(gettext_noop("the zip file is damaged or truncated (%(error)s)"), error=str(exc))

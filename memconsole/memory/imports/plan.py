@@ -32,11 +32,11 @@ from django.utils.translation import gettext_noop  # reasons: English here, tran
 from ..errors import ValidationError
 from ..models import Episode, Profile, new_episode_id
 from ..paging import chunks
-from ..validation import MAX_SENDER_CHARS
 from ..scopes import ScopeKeys, derive_scope
+from ..validation import MAX_SENDER_CHARS
 from ..wording import said
-from .botmemory_items import FactIn, MessageIn
 from . import fields
+from .botmemory_items import FactIn, MessageIn
 from .fields import DELETED, Note
 from .report import ImportFileError, ImportReport
 

@@ -47,6 +47,8 @@ def check_size(path: Path) -> int:
         size = path.stat().st_size
     except OSError as exc:
         raise ImportFileError(said(gettext_noop("cannot read the file: %(error)s"), error=exc.strerror)) from None
+    if path.is_dir():
+        raise ImportFileError(said(gettext_noop("%(path)s is a folder, not a file"), path=str(path)))
     if size == 0:
         raise ImportFileError(said(EMPTY, place=""))
     if size > max_import_bytes():

@@ -8,6 +8,7 @@ from memconsole.memory import jobs
 from memconsole.memory.errors import NotFound
 from memconsole.memory.management.progress import StderrProgress, stderr_of
 
+from ...queue import stopped
 from ...runner import execute
 from ...worker import worker_id
 
@@ -29,7 +30,7 @@ class Command(BaseCommand):
         if job.status == jobs.SUCCEEDED:
             self.stdout.write(f"job {job.pk} ({job.kind}) is already done")
             return
-        if job.status == jobs.RUNNING:
+        if job.status == jobs.RUNNING and stopped(job) != (True, True):  # a worker known to be gone: finish it here
             raise CommandError(f"job {job.pk} is running (worker {job.worker}); wait for it or stop that worker")
         try:
             jobs.reopen(job)

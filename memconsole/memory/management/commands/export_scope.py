@@ -80,32 +80,46 @@ class Command(BaseCommand):
         )
 
     def _write(self, stream: exports.ExportStream, output: str | None) -> int:
-        written = 0
-        reported = 0
-        if output is None:
-            out = sys.stdout
-            for chunk in stream:
-                out.write(chunk)
-                written += len(chunk.encode("utf-8"))
-            out.flush()
-            return written
-        target = Path(output)
+        try:
+            if output is None:
+                return self._copy(stream, sys.stdout)
+            return self._write_file(stream, output)
+        except BrokenPipeError:
+            # Python flushes standard output at exit: into /dev/null, not into the closed pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise CommandError("the reader of the export closed it before the end; the export is incomplete") from None
+        except OSError as exc:
+            raise CommandError(f"cannot write {output or 'standard output'}: {exc.strerror or exc}") from None
+
+    def _write_file(self, stream: exports.ExportStream, output: str) -> int:
+        target = Path(output).resolve()  # a symlink's target is written, the link stays
         if target.is_dir():
             raise CommandError(f"{output} is a directory")
+        if not target.parent.is_dir():
+            raise CommandError(f"the folder of {output} does not exist")
+        if target.exists() and not target.is_file():  # a FIFO or a device (/dev/stdout): written to as it is
+            with target.open("w", encoding="utf-8") as out:
+                return self._copy(stream, out)
         # Written to a private temporary file beside the target, then renamed: no half-written export.
-        handle, temp = tempfile.mkstemp(prefix=".export-", dir=target.parent if str(target.parent) else ".")
+        handle, temp = tempfile.mkstemp(prefix=".export-", dir=target.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                for chunk in stream:
-                    out.write(chunk)
-                    written += len(chunk.encode("utf-8"))
-                    if written - reported >= 1 << 20:
-                        reported = written
-                        self.stderr.write(f"\rexporting: {written / (1 << 20):.1f} MiB", ending="")
+                written = self._copy(stream, out, progress=True)
             Path(temp).replace(target)
         except BaseException:
             Path(temp).unlink(missing_ok=True)
             raise
+        return written
+
+    def _copy(self, stream: exports.ExportStream, out: Any, progress: bool = False) -> int:
+        written = reported = 0
+        for chunk in stream:
+            out.write(chunk)
+            written += len(chunk.encode("utf-8"))
+            if progress and written - reported >= 1 << 20:
+                reported = written
+                self.stderr.write(f"\rexporting: {written / (1 << 20):.1f} MiB", ending="")
+        out.flush()
         if reported:
             self.stderr.write("")
         return written
