@@ -221,7 +221,8 @@ class ErrorDetail(BaseModel):
     code: str = Field(
         description="malformed_json, invalid_body, invalid_type, unknown_field, bad_request (400); "
         "unauthorized (401); forbidden (403); not_found (404); method_not_allowed (405); "
-        "conflict (409); payload_too_large (413); invalid (422); rate_limited (429); unavailable (503)"
+        "conflict (409); payload_too_large (413); invalid (422); rate_limited (429); internal_error (500); "
+        "unavailable, row_integrity, encryption_key_missing (503)"
     )
     message: str
     field: str = Field("", description="the offending input, where there is one")
@@ -307,6 +308,7 @@ class ProfileData(BaseModel):
     preferences: Annotated[list[str], Field(max_length=validation.MAX_PREFERENCES)]
     notes: Annotated[str, Field(max_length=validation.MAX_NOTES)]
     facts: dict[str, str] | None = Field(None, description="a speaker's keyed facts, {key: value} (issue 20)")
+    updated_at: str | None = Field(None, description="in inject's context: when the profile last changed, '' never")
 
 
 class Profile(BaseModel):

@@ -236,12 +236,18 @@ def _unparsed(request: HttpRequest, exc: NinjaValidationError) -> HttpResponse:
 @api.exception_handler(Unavailable)
 def _unavailable(request: HttpRequest, exc: Unavailable) -> HttpResponse:
     log.error("%s unavailable during %s %s: %s", exc.code, request.method, request.path, exc)
+    return error_response(503, *unavailable_answer(exc))
+
+
+def unavailable_answer(exc: Unavailable) -> tuple[str, str]:
+    """(code, message) of a 503, the API's and the MCP tools' alike: `encryption_key_missing` and
+    `row_integrity` by their names (waiting does not mend them), every other cause `unavailable`."""
     if isinstance(exc, EncryptionKeyMissing):
-        return error_response(503, exc.code, exc.message)
+        return exc.code, exc.message
     if exc.code == "row_integrity":
-        return error_response(503, exc.code, UNAVAILABLE[exc.code])
+        return exc.code, UNAVAILABLE[exc.code]
     message = UNAVAILABLE.get(exc.code, "a service is unavailable; retry later")
-    return error_response(503, "unavailable", message + modelswitch.error_note())  # which model answers
+    return "unavailable", message + modelswitch.error_note()  # which model answers
 
 
 @api.exception_handler(DatabaseError)

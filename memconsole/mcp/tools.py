@@ -42,7 +42,7 @@ from memconsole.api.schemas import (
     RememberRequest,
     ScopedRequest,
 )
-from memconsole.api.site import UNAVAILABLE
+from memconsole.api.site import unavailable_answer
 from memconsole.memory import episodes, facts, injection, profiles, queries, retrieval, window
 from memconsole.memory.audit import Actor
 from memconsole.memory.errors import Conflict, NotFound, PermissionDenied, Unavailable, ValidationError
@@ -323,7 +323,7 @@ def call_tool(actor: Actor, name: str, arguments: dict[str, Any] | None) -> type
         return _result({"error": {**conflict, "current_version": exc.current_version}}, is_error=True)
     except Unavailable as exc:
         log.error("%s unavailable during MCP tool %s: %s", exc.code, name, exc)
-        return tool_error("unavailable", UNAVAILABLE.get(exc.code, "a service is unavailable; retry later"))
+        return tool_error(*unavailable_answer(exc))
     except DatabaseError:
         log.exception("database error during MCP tool %s", name)
         return tool_error("unavailable", "the database is busy or unavailable; retry later")

@@ -41,6 +41,11 @@ def one_line(value: Any) -> str:
     return validation.one_line(str(value))
 
 
+def _dated(data: dict[str, Any], row: Any = None) -> dict[str, Any]:
+    """A profile as the context gives it: its fields and when it last changed ("" never), as LangBot's plugin."""
+    return {**data, "updated_at": row.updated_at.isoformat() if row is not None else ""}
+
+
 def profile_lines(data: dict[str, Any]) -> list[str]:
     lines = []
     if data.get("name"):
@@ -136,8 +141,8 @@ def record_injection(
     sender_name = validate_speaker(sender_name, "sender_name")
     found = retrieve(keys, query, top_k=top_k, speaker_id=sender_id or None)
     hits = found.hits
-    session_profile, _ = get_profile(keys, PROFILE_SESSION)
-    speaker_profile = get_profile(keys, PROFILE_SPEAKER, sender_id)[0] if sender_id else dict(EMPTY_PROFILE)
+    session_profile = _dated(*get_profile(keys, PROFILE_SESSION))
+    speaker_profile = _dated(*get_profile(keys, PROFILE_SPEAKER, sender_id)) if sender_id else _dated(EMPTY_PROFILE)
     known = {fact.key: fact.value for fact in facts.speaker_facts(keys.user_key, sender_id)}
     if known:
         speaker_profile = {**speaker_profile, "facts": known}

@@ -96,6 +96,15 @@ def test_it_never_retries_other_errors(sleeps, status):
     assert error.value.status == status and sleeps == [] and len(seen) == 1
 
 
+@pytest.mark.parametrize("code", ["row_integrity", "encryption_key_missing"])
+def test_it_never_retries_a_503_that_waiting_does_not_mend(sleeps, code):
+    """docs/api.md: retrying does not help a tampered row or a missing key; the bot hears it at once."""
+    transport, seen = scripted(httpx.Response(503, json={"error": {"code": code, "message": "no"}}))
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(transport).get_profile()
+    assert (error.value.status, error.value.code) == (503, code) and sleeps == [] and len(seen) == 1
+
+
 def test_it_can_be_told_never_to_retry(sleeps):
     transport, seen = scripted(limited("1"))
     with pytest.raises(MemconsoleError):

@@ -91,9 +91,12 @@ def test_tools_write_memconsole_and_every_prompt_gets_this_speakers_memory(host,
     # The same _ltm_context other LangBot plugins read.
     context = query_vars["_ltm_context"]
     assert context["speaker"] == {"id": "u1", "name": "Alice"}
-    assert context["speaker_profile"]["name"] == "Ali"
-    assert [e["content"] for e in context["episodes"]] == ["Alice is moving to Lisbon in May"]
+    assert context["speaker_profile"]["name"] == "Ali" and context["speaker_profile"]["updated_at"]
+    assert context["episodes"] == [{"content": "Alice is moving to Lisbon in May"}]
     assert set(context) == {"speaker", "session_profile", "speaker_profile", "episodes"}
+    # Exactly LangBot's plugin's schema: summaries with updated_at ("" for a profile never written).
+    assert context["session_profile"] == {"name": "", "traits": [], "preferences": [], "notes": "", "updated_at": ""}
+    assert set(context["speaker_profile"]) == {"name", "traits", "preferences", "notes", "updated_at"}
     # memconsole recorded the injection, so the console shows what the bot knew for that answer.
     snapshot = InjectionSnapshot.objects.get(user_key=keys.user_key)
     assert snapshot.speaker_id == "u1" and snapshot.episode_count == 1

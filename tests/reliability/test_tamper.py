@@ -56,6 +56,24 @@ def test_the_api_answers_a_forged_row_with_a_clear_error(forged, token_a):
         assert error["code"] == "row_integrity" and "outside memconsole" in error["message"]
 
 
+def test_the_mcp_tools_answer_a_forged_row_with_the_apis_code(forged, token_a):
+    """The MCP tool error carries the API's code (row_integrity), not a generic "unavailable"."""
+    call = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "recall", "arguments": {**SCOPE_A, "query": "trip to Beijing"}},
+    }
+    headers = {"Authorization": f"Bearer {token_a[1]}", "Accept": "application/json, text/event-stream"}
+    response = Client().post("/mcp", call, content_type="application/json", headers=headers)
+
+    assert response.status_code == 200, response.content
+    result = response.json()["result"]
+    assert result["isError"] is True
+    error = result["structuredContent"]["error"]
+    assert error["code"] == "row_integrity" and "outside memconsole" in error["message"]
+
+
 def test_the_console_answers_a_forged_row_with_a_clear_page(forged, keys, viewer_client):
     scope = Scope.objects.get(scope_key=keys.scope_key)
 

@@ -48,8 +48,8 @@ def timestamp(value: datetime | str | None) -> str | None:
 
 @dataclass(frozen=True)
 class Retry:
-    """When to try a call again: on 429 (rate limited) and 503 (unavailable), after the server's
-    Retry-After (or an exponential backoff when it gives none), at most `attempts` more times and
+    """When to try a call again: on 429 (rate limited) and 503 (unavailable, but not its `permanent`
+    codes), after the server's Retry-After (or an exponential backoff when it gives none), at most `attempts` more times and
     never waiting more than `budget` seconds in all for one call. A wait that would overrun the
     budget is not started: the error is raised at once, with its `retry_after`."""
 
@@ -57,6 +57,8 @@ class Retry:
     budget: float = 20.0
     backoff: float = 0.5
     statuses: frozenset[int] = field(default=frozenset({429, 503}))
+    # 503s that waiting does not mend (docs/api.md): tampered rows, a missing encryption key.
+    permanent: frozenset[str] = field(default=frozenset({"row_integrity", "encryption_key_missing"}))
 
     @classmethod
     def never(cls) -> Retry:
@@ -66,12 +68,25 @@ class Retry:
         """Seconds to wait before retry number `retries + 1`, or None to give up."""
         if response.status_code not in self.statuses or retries >= self.attempts:
             return None
+        if error_code(response) in self.permanent:
+            return None
         wait = retry_after(response)
         if wait is None:
             wait = self.backoff * 2**retries
         if waited + wait > self.budget:
             return None
         return float(wait)
+
+
+def error_code(response: httpx.Response) -> str:
+    """The API's `error.code` of an error answer, "" when it has none."""
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    error = body.get("error") if isinstance(body, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    return code if isinstance(code, str) else ""
 
 
 def retry_after(response: httpx.Response) -> int | None:

@@ -154,11 +154,16 @@ class ProfileUpdate(Profile):
     adjusted: list[Literal["notes"]]  # ["notes"] when the notes were cut at the limit
 
 
-class ProfileData(TypedDict):
+class _ProfileData(TypedDict):
     name: str
     traits: list[str]
     preferences: list[str]
     notes: str
+
+
+class ProfileData(_ProfileData, total=False):
+    facts: dict[str, str] | None  # a speaker's keyed facts
+    updated_at: str | None  # in inject's context: when the profile last changed, "" never
 
 
 class Speaker(TypedDict):
