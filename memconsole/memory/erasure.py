@@ -80,6 +80,7 @@ class ErasureReport(Report):
     messages: int = 0
     scopes: int = 0
     import_files: int = 0  # kept files of ended imports that held the person, deleted (erasure_imports)
+    import_report_items: int = 0  # items about them in import jobs' reports, removed (erasure_imports)
     collections_rebuilt: int = 0
     vector_index: dict[str, Any] = field(default_factory=dict)
     database: dict[str, Any] = field(default_factory=dict)
@@ -99,6 +100,7 @@ class ErasureReport(Report):
             f"{self.snapshots_redacted} snapshots and {self.audit_redacted} audit entries"
             + (f"; {self.facts} facts and {self.messages} window messages" if self.facts or self.messages else "")
             + (f"; {verb} {self.import_files} kept import files" if self.import_files else "")
+            + (f"; {verb} {self.import_report_items} items of import reports" if self.import_report_items else "")
         )
         return text + ("" if self.dry_run else f"; {self.collections_rebuilt} vector collections rebuilt")
 
@@ -246,6 +248,9 @@ def _erase(
     held = erasure_imports.holding(sender_id, bot_uuid)
     erasure_imports.refuse_active(held)
     report.import_files = len(held.kept)
+    old_ids = set(episodes.exclude(imported_episode_id="").values_list("imported_episode_id", flat=True))
+    naming = erasure_imports.reports_naming(sender_id, bot_uuid, old_ids)
+    report.import_report_items = erasure_imports.scrub_reports(naming, sender_id, old_ids, dry_run=True)
     if dry_run:
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=True)
         return report
@@ -262,6 +267,9 @@ def _erase(
         Profile.objects.filter(pk__in=found.profile_pks).delete()
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=False)
         report.import_files = erasure_imports.delete_kept(held)
+        old_ids = set(episodes.exclude(imported_episode_id="").values_list("imported_episode_id", flat=True))
+        naming = erasure_imports.reports_naming(sender_id, bot_uuid, old_ids)  # as committed now
+        report.import_report_items = erasure_imports.scrub_reports(naming, sender_id, old_ids, dry_run=False)
         pks = [row[0] for row in found.episode_rows]
         for batch in chunks(pks, BATCH):
             Episode.objects.filter(pk__in=batch).delete()
@@ -370,6 +378,7 @@ def _receipt_and_journal(
             "audit_redacted": report.audit_redacted,
             "scopes": report.scopes,
             "import_files": report.import_files,
+            "import_report_items": report.import_report_items,
             **({"resumed": True} if resumed else {}),
         },
     )

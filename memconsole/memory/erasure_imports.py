@@ -10,6 +10,11 @@ back. So an erasure reads each import file of the bots it covers with the import
 - a file kept by an ended import that names the person is deleted in the erasure's transaction,
   and the job says so; it can no longer be resumed (import the rest again from your own copy).
 A kept file the parser can no longer read is treated as naming the person (deleted).
+
+An import job's report names what it adjusted or skipped: a speaker profile by its id
+("speaker:<id>", with the traits it left out), an episode by its id in the file. Those items of
+the person (their profile, the episodes erased) are removed from every import report of the bots
+the erasure covers (`scrub_reports`).
 """
 
 from __future__ import annotations
@@ -100,3 +105,46 @@ def _names(job: Job, sender_id: str, *, unreadable: bool) -> bool:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return sender_id in people
+
+
+REPORT_ITEMS = ("warnings", "conflicts", "skipped")
+
+
+def _items_of(report: object, wanted: set[str]) -> int:
+    if not isinstance(report, dict):
+        return 0
+    return sum(
+        1
+        for name in REPORT_ITEMS
+        for item in report.get(name) or []
+        if isinstance(item, dict) and item.get("id") in wanted
+    )
+
+
+def reports_naming(sender_id: str, bot_uuid: str, old_ids: set[str]) -> list[Job]:
+    """The import jobs (of `bot_uuid`, every bot's for '') whose report lists an item of the person:
+    their speaker profile, or one of their episodes by its id in the file (`old_ids`)."""
+    wanted = {f"speaker:{sender_id}", *old_ids}
+    jobs = Job.objects.filter(kind=IMPORT, report__isnull=False).order_by("created_at")
+    if bot_uuid:
+        jobs = jobs.filter(params__bot_uuid=bot_uuid)
+    return [job for job in jobs.iterator() if _items_of(job.report, wanted)]
+
+
+def scrub_reports(jobs: list[Job], sender_id: str, old_ids: set[str], *, dry_run: bool) -> int:
+    """Remove the person's items from these jobs' reports (inside the erasure's transaction); how
+    many went (would go, in a dry run)."""
+    wanted = {f"speaker:{sender_id}", *old_ids}
+    removed = 0
+    for job in jobs:
+        report = dict(job.report or {})
+        removed += _items_of(report, wanted)
+        if dry_run:
+            continue
+        for name in REPORT_ITEMS:
+            if isinstance(report.get(name), list):
+                report[name] = [
+                    item for item in report[name] if not (isinstance(item, dict) and item.get("id") in wanted)
+                ]
+        Job.objects.filter(pk=job.pk).update(report=report)
+    return removed

@@ -90,3 +90,34 @@ def test_an_erasure_waits_for_a_queued_import_that_holds_the_person(admin_client
     assert Episode.objects.filter(sender_id="u-ann").count() == 1  # nothing was erased
     page = admin_client_.post(reverse("console:erasure"), {"sender_id": "u-ann", "bot_uuid": ""})
     assert page.status_code == 400 and "queued or running" in page.content.decode()
+
+
+def test_an_erasure_removes_the_person_from_import_reports(admin_client_, system):
+    """Found by probing: an import job's report kept "speaker:<id>" and the traits it left out of
+    their profile after the person was erased. Another person's items stay."""
+    traits = [f"trait {n} of victim" for n in range(40)]
+    document = {
+        "version": 1,
+        "scope_key": "old-bot:group_1",
+        "episodes": [{"id": "e1", "content": "hello", "importance": 9, "sender_id": "victim-77"}],
+        "profiles": [
+            {"type": "speaker", "sender_id": "victim-77", "profile": {"name": "Vic", "traits": traits}},
+            {"type": "speaker", "sender_id": "other-1", "profile": {"name": "Otto", "traits": traits}},
+        ],
+    }
+    upload = SimpleUploadedFile("people.json", json.dumps(document).encode(), content_type="application/json")
+    data = {"file": upload, "format": "langbot", "bot_uuid": "bot-b", "session_name": "group_9"}
+    response = admin_client_.post(reverse("console:import"), {**data, "isolation": "session"})
+    (done,) = run_queued_jobs()
+    assert done.status == jobs.SUCCEEDED, done.error
+    assert "speaker:victim-77" in json.dumps(done.report) and "trait 1 of victim" in json.dumps(done.report)
+    assert job_location(response)
+
+    preview = erasure.erase_subject("victim-77", bot_uuid="bot-b", actor=system, dry_run=True)
+    report = erasure.erase_subject("victim-77", bot_uuid="bot-b", actor=system)
+
+    assert preview.import_report_items == report.import_report_items >= 2  # the profile's warning, the episode's
+    done.refresh_from_db()
+    kept = json.dumps(done.report)
+    assert "victim-77" not in kept and "e1" not in {item["id"] for item in done.report["warnings"]}
+    assert "speaker:other-1" in kept  # the other person's warning stays
