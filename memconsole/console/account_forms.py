@@ -48,6 +48,9 @@ class BotListField(forms.CharField):
             ) from exc
 
 
+EVERY_BOT_HELP = _("One bot UUID per line. Leave empty to let the user see every bot.")
+
+
 class BotsWithinGrants(ConsoleForm):
     """A form with a `bot_uuids` field that an admin limited to some bots fills with those only."""
 
@@ -56,6 +59,9 @@ class BotsWithinGrants(ConsoleForm):
     def __init__(self, *args: Any, limits: frozenset[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.limits = limits
+        field = self.fields["bot_uuids"]
+        if limits is not None and str(field.help_text) == str(EVERY_BOT_HELP):  # "leave empty" is not theirs to give
+            field.help_text = _("One bot UUID per line, among your bots: %(bots)s.") % self._yours()
 
     def clean_bot_uuids(self) -> list[str]:
         bots: list[str] = self.cleaned_data["bot_uuids"]
@@ -105,7 +111,7 @@ class UserCreateForm(BotsWithinGrants):
     bot_uuids = BotListField(
         label=_("Limit to these bots"),
         required=False,
-        help_text=_("One bot UUID per line. Leave empty to let the user see every bot."),
+        help_text=EVERY_BOT_HELP,
     )
 
     def clean_username(self) -> str:
@@ -136,7 +142,7 @@ class GrantsForm(BotsWithinGrants):
     bot_uuids = BotListField(
         label=_("Limit to these bots"),
         required=False,
-        help_text=_("One bot UUID per line. Leave empty to let the user see every bot."),
+        help_text=EVERY_BOT_HELP,
     )
 
 

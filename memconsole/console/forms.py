@@ -358,7 +358,7 @@ IMPORT_FORMATS = [
     ("memconsole", _("memconsole export (JSON)")),
     ("langbot", _("LangBot LongTermMemory export (JSON)")),
     ("jw-agents", _("jw-agents memory.db (SQLite)")),
-    ("bot-memory", _("agent-memory memory.db (SQLite)")),
+    ("bot-memory", _("bot-memory: an agent-memory memory.db (SQLite)")),
     ("mem0", _("mem0 / OpenMemory export (zip or JSON)")),
     ("letta", _("Letta agent file or archival export (JSON)")),
 ]

@@ -46,8 +46,8 @@ EDITABLE = ("content", "tags", "importance", "sender_id", "sender_name", "timest
 EDIT_OPERATIONS = ("episode_edit", "episode_reassign")
 # The summaries of their audit entries, and the words for the fields they name (`wording`).
 EDITED = {
-    "episode_edit": gettext_noop("episode_edit: %(fields)s"),
-    "episode_reassign": gettext_noop("episode_reassign: %(fields)s"),
+    "episode_edit": gettext_noop("edited: %(fields)s"),
+    "episode_reassign": gettext_noop("speaker reassigned: %(fields)s"),
 }
 FIELD_WORDS = {
     "content": gettext_noop("content"),

@@ -14,6 +14,7 @@ from .audit import Actor
 from .errors import ValidationError
 from .models import Episode, InjectionSnapshot
 from .scopes import ScopeKeys
+from .statuses import Status
 from .validation import MIN_IMPORTANCE, text
 from .wording import said
 
@@ -61,6 +62,10 @@ def fix_from_snapshot(
     note = {"reason": why, "from_snapshot": snapshot.snapshot_id}
     episode = episodes.get_episode(keys, episode_id)  # NotFound when deleted since
     if action == ARCHIVE:
+        if episode.effective_status == Status.ARCHIVED:  # nothing would change, nor be audited with the reason
+            raise ValidationError(
+                said(gettext_noop("this memory is already archived: the bot no longer uses it")), field="action"
+            )
         changed = episodes.archive(keys, actor, [episode_id], note=note)
         return Fix(changed[0] if changed else episode, action, why)
     if episode.importance <= MIN_IMPORTANCE:

@@ -336,7 +336,9 @@ def validate_profile_data(data: Any) -> dict[str, Any]:
 
 
 def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, version: Any) -> Profile:
-    """Make an earlier version current again (as a new version). Audited."""
+    """Make an earlier version current again (as a new version). Audited. Rolling back to what is
+    current already (its own version, or an older one with the same content) changes nothing and
+    returns the profile as it is."""
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     with transaction.atomic():
@@ -349,6 +351,8 @@ def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id
             raise NotFound("no such profile version")
         with unavailable_on_failure():
             payload = old.payload
+            if old.version == row.version or payload == row.payload:
+                return row
         return save_profile(
             keys,
             actor,

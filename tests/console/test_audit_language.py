@@ -54,7 +54,7 @@ def test_it_stores_the_summary_in_english_with_what_translates_it(scope_with_epi
 def test_it_names_the_fields_an_edit_changed_in_the_readers_language(viewer_client, scope_with_episodes, keys, system):
     editing.edit_episode(keys, system, scope_with_episodes[0].episode_id, content="A trip to Chengdu", tags=["trip"])
     assert "已编辑：内容, 标签" in audit_page(viewer_client, **CHINESE)
-    assert AuditEntry.objects.get(operation="episode_edit").payload["summary"] == "episode_edit: content, tags"
+    assert AuditEntry.objects.get(operation="episode_edit").payload["summary"] == "edited: content, tags"
 
 
 def test_it_shows_a_plain_text_summary_as_stored(viewer_client, keys, system):

@@ -86,6 +86,21 @@ def test_fixing_a_memory_from_the_answer_archives_it_with_the_reason(operator_cl
     }
 
 
+def test_archiving_an_archived_memory_again_says_so_and_claims_nothing(operator_client, url, scope, made, keys):
+    target = trip(keys)
+    fix = url("snapshot_fix", scope.pk, made.snapshot.snapshot_id)
+    first = operator_client.post(fix, {"episode_id": target.episode_id, "action": "archive", "reason": "wrong"})
+    assertContains(operator_client.get(first["Location"]), "Archived: the bot will not use this memory again")
+    entries = AuditEntry.objects.filter(operation="archive").count()
+
+    again = operator_client.post(fix, {"episode_id": target.episode_id, "action": "archive", "reason": "wrong again"})
+
+    assert again.status_code == 400
+    assertContains(again, "this memory is already archived", status_code=400)
+    assert "Archived: the bot will not use this memory again" not in again.content.decode()
+    assert AuditEntry.objects.filter(operation="archive").count() == entries
+
+
 def test_lowering_importance_from_the_answer_is_an_audited_edit(operator_client, url, scope, made, keys):
     target = trip(keys)
     before = target.importance

@@ -145,6 +145,21 @@ def test_it_rolls_a_profile_back_and_audits_it(operator_client, url, light_scope
     assert AuditEntry.objects.filter(operation="profile_rollback").count() == 1
 
 
+def test_a_rollback_to_the_current_version_changes_nothing_and_says_so(
+    operator_client, url, light_scope, keys, speaker_profile
+):
+    """A stale page or a crafted form: no identical new version, no audit entry."""
+    current = get_profile(keys, "speaker", "u1")[1].version
+    response = operator_client.post(
+        url("profile_rollback", light_scope.pk, "speaker"),
+        {"sender_id": "u1", "version": str(current)},
+        **htmx("profile-panel"),
+    )
+    assert response.status_code == 200 and b"Nothing changed: version" in response.content
+    assert get_profile(keys, "speaker", "u1")[1].version == current
+    assert not AuditEntry.objects.filter(operation="profile_rollback").exists()
+
+
 def test_it_answers_an_htmx_rollback_with_the_profile_panel(operator_client, url, light_scope, speaker_profile):
     response = operator_client.post(
         url("profile_rollback", light_scope.pk, "speaker"), {"sender_id": "u1", "version": "1"}, **htmx("profile-panel")

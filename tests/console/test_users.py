@@ -190,6 +190,8 @@ def test_it_keeps_an_admin_limited_to_some_bots_to_users_of_those_bots(client_fo
     bot_b_user = accounts.create_user(limited_admin, "bob-b", NEW_PASSWORD, VIEWER, ["bot-b"])
     page = client.get(url("users")).content.decode()
     assert "bob-b" in page and ">viewer<" not in page  # the viewer sees every bot: not this admin's to manage
+    assert "One bot UUID per line, among your bots: bot-b." in page  # not "leave empty", which they may not
+    assert "Leave empty to let the user see every bot" not in page
     assert client.get(url("user_detail", viewer.pk)).status_code == 404
     assert client.post(url("user_role", viewer.pk), {"role": ADMIN}).status_code == 404
     response = client.post(url("users"), new_user("dave"))

@@ -240,6 +240,11 @@ def profile_rollback(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, pro
     if not form.is_valid():
         return bad_request(request, _("Choose a version to roll back to."))
     version = form.cleaned_data["version"]
+    current = get_profile(keys, *owner)[1]
+    before = current.version if current else 0
     row = rollback_profile(keys, request.actor, *owner, version)
-    message = _("Rolled back to version %(old)d (saved as version %(new)d).") % {"old": version, "new": row.version}
+    if row.version == before:
+        message = _("Nothing changed: version %(old)d holds what the profile holds now.") % {"old": version}
+    else:
+        message = _("Rolled back to version %(old)d (saved as version %(new)d).") % {"old": version, "new": row.version}
     return _after_change(request, scope, keys, owner, message)
