@@ -139,3 +139,10 @@ def test_the_async_client_retries_the_same_way(monkeypatch):
 
     assert anyio.run(main) == PROFILE
     assert slept == [3.0] and len(seen) == 2
+
+
+@pytest.mark.parametrize("token", ["mct_57ced2a0_\u200bx", "mct_é", "mct_a b", ""])
+def test_a_token_no_http_header_can_carry_is_refused_when_the_client_is_made(token):
+    """Before, such a token raised a raw UnicodeEncodeError from the first call."""
+    with pytest.raises(ValueError, match="token must be the bot token"):
+        MemoryClient("http://memory.test", token, "bot-a", "g")

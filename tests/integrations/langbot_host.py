@@ -54,6 +54,7 @@ class Host:
         self.bot_uuid = bot_uuid
         self.storage = storage
         self.queries: dict[int, dict[str, Any]] = {}
+        self.query_refs: list[dict[str, Any]] = []  # how the plugin named the query it asked about
         self._next_query = 1000
 
     def new_query(self, text: str, sender_id: str = "", sender_name: str = "", **more: Any) -> int:
@@ -115,6 +116,7 @@ class Host:
 
         @handler.action(PluginToRuntimeAction.GET_QUERY_VARS)
         async def query_vars(data: dict[str, Any]) -> ActionResponse:
+            self.query_refs.append(dict(data))
             return ActionResponse.success({"vars": dict(self.queries[data["query_id"]])})
 
         @handler.action(PluginToRuntimeAction.GET_QUERY_VAR)
@@ -143,7 +145,9 @@ class Host:
         assert answer["emitted"] is True
         return dict(answer["event_context"]["event"])
 
-    async def call_tool(self, name: str, parameters: dict[str, Any], query_id: int, session_name: str) -> str:
+    async def call_tool(
+        self, name: str, parameters: dict[str, Any], query_id: int, session_name: str, query_uuid: str | None = None
+    ) -> str:
         launcher_type, _, launcher_id = session_name.partition("_")
         answer = await self.handler.call_action(
             RuntimeToPluginAction.CALL_TOOL,
@@ -152,6 +156,7 @@ class Host:
                 "tool_parameters": parameters,
                 "session": {"launcher_type": launcher_type, "launcher_id": launcher_id, "bot_uuid": self.bot_uuid},
                 "query_id": query_id,
+                **({"query_uuid": query_uuid} if query_uuid else {}),
             },
             timeout=60,
         )

@@ -207,3 +207,72 @@ def test_a_misconfigured_or_unreachable_memconsole_never_breaks_the_answer(host,
     _, said, _ = run(host, wrong, lambda lb: play(lb, "secret"))
     assert said.startswith("Error: memconsole refused the request (unauthorized)")
     assert not Episode.objects.exists()
+
+
+def test_a_long_message_or_an_odd_display_name_still_gets_its_memory(host, config):
+    """Found by driving the plugin: a message over the query limit, or a display name with a tab,
+    had every call refused, and the message answered without any memory."""
+
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice\tB.")
+        said = await lb.call_tool("remember", {"content": "Alice's cat is called Miso", "importance": "4"}, q, GROUP)
+        long = lb.new_query("what is my cat called? " + "lorem ipsum " * 300, sender_id="u1", sender_name="Alice\tB.")
+        event = await lb.prompt_preprocessing(long, GROUP)
+        return said, event, lb.queries[long]
+
+    said, event, query_vars = run(host, config, play)
+    assert said == "Remembered: Alice's cat is called Miso"
+    stored = Episode.objects.get()
+    assert (stored.sender_name, stored.importance) == ("Alice B.", 4)
+    assert any("Miso" in m["content"] for m in event["prompt"])
+    assert query_vars["_ltm_context"]["speaker"] == {"id": "u1", "name": "Alice B."}
+
+
+def test_the_memory_command_takes_its_aliases_and_explains_a_wrong_word(host, config):
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("remember", {"content": "Alice likes green tea"}, q, GROUP)
+        return [
+            await lb.command(text, q, GROUP)
+            for text in (
+                "!memory ls 2",
+                "!memory s green tea",
+                "!memory rm 000000000000",
+                "!memory bogus",
+                "!memory list ²",
+            )
+        ]
+
+    listed, searched, removed, bogus, superscript = run(host, config, play)
+    assert "Alice likes green tea" in listed[0] and "Alice likes green tea" in searched[0]
+    assert removed == ["[Memory] no memory 000000000000 in this chat."]
+    assert bogus[0].startswith("[Memory] unknown subcommand 'bogus'. Usage: !memory")
+    assert superscript[0].startswith("Usage: !memory list [n]")
+
+
+def test_tools_ask_the_host_about_the_query_by_its_uuid_too(host, config):
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("recall_memory", {"query": "tea"}, q, GROUP, query_uuid="qu-123")
+        return lb.query_refs
+
+    refs = run(host, config, play)
+    assert refs and all(ref.get("query_uuid") == "qu-123" for ref in refs)
+
+
+def test_a_token_pasted_with_an_invisible_character_or_a_wrong_address_is_said_plainly(host, config, live_server):
+    async def play(lb):
+        q = lb.new_query("Where do I live?", sender_id="u1", sender_name="Alice")
+        event = await lb.prompt_preprocessing(q, GROUP)
+        said = await lb.call_tool("remember", {"content": "Alice lives in Oslo"}, q, GROUP)
+        return event, said
+
+    pasted = {**config, "memconsole_token": config["memconsole_token"] + "\u200b"}
+    event, said = run(host, pasted, play)
+    assert [m["content"] for m in event["default_prompt"]] == ["You are a helpful bot."]
+    assert said.startswith("Error: the memory plugin is not configured: memconsole_token holds a character")
+
+    elsewhere = {**config, "memconsole_url": live_server.url + "/nothing-here"}
+    _, said = run(host, elsewhere, play)
+    assert said.startswith("Error: 404 from the memconsole address; check memconsole_url")
+    assert "<" not in said and not Episode.objects.exists()

@@ -10,9 +10,11 @@ old plugin keeps matching.
 from __future__ import annotations
 
 import logging
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
 from memconsole_client import AsyncMemoryClient, MemconsoleError
 
 __all__ = [
@@ -21,8 +23,11 @@ __all__ = [
     "SettingsError",
     "Speaker",
     "Turn",
+    "api_of",
     "error_text",
+    "not_found",
     "one_line",
+    "query_text",
     "session_name_of",
     "speaker_of",
     "turn_of",
@@ -31,6 +36,9 @@ __all__ = [
 logger = logging.getLogger("memconsole.langbot")
 
 ISOLATIONS = ("session", "bot")
+MAX_QUERY_CHARS = 2000  # memconsole's limit of a recall or inject query (docs/api.md)
+MAX_SPEAKER_CHARS = 255  # and of a speaker's id and name
+LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters, line and paragraph separators
 DEFAULT_TOP_K = 3
 MAX_TOP_K = 50
 
@@ -54,6 +62,10 @@ class PluginSettings:
             raise SettingsError("memconsole_url is not set: the plugin needs the memconsole server's address")
         if not token:
             raise SettingsError("memconsole_token is not set: create a bot token in memconsole's Tokens screen")
+        if not token.isascii() or not token.isprintable() or " " in token:
+            raise SettingsError(
+                "memconsole_token holds a character no token has (an invisible one pasted with it?): paste it again"
+            )
         isolation = str(config.get("isolation") or "session").strip().lower()
         if isolation not in ISOLATIONS:
             raise SettingsError(f"isolation must be 'session' or 'bot', not {isolation!r}")
@@ -81,15 +93,40 @@ def session_name_of(session: Any) -> str:
 
 
 def speaker_of(query_vars: dict[str, Any]) -> Speaker:
-    """The current speaker, from the query variables LangBot sets for every message."""
-    return Speaker(str(query_vars.get("sender_id", "") or ""), str(query_vars.get("sender_name", "") or ""))
+    """The current speaker, from the query variables LangBot sets for every message, as memconsole
+    takes a speaker: on one line and within its length (a display name with a tab or a line break,
+    or a very long one, would have every call of theirs refused)."""
+    return Speaker(
+        one_line(query_vars.get("sender_id", ""))[:MAX_SPEAKER_CHARS],
+        one_line(query_vars.get("sender_name", ""))[:MAX_SPEAKER_CHARS],
+    )
+
+
+def query_text(value: Any) -> str:
+    """A message as a recall or inject query: trimmed, and cut to memconsole's query limit (a long
+    message still gets its memory, found from its beginning)."""
+    return str(value or "").strip()[:MAX_QUERY_CHARS]
 
 
 def one_line(value: Any) -> str:
-    """A stored value as a tool or command prints it: on one line (line breaks and other whitespace
-    runs as single spaces), so a memory a chat participant wrote cannot pose as another record, as
-    memconsole's own injected block does (`injection.one_line`)."""
-    return " ".join(str(value or "").split())
+    """A value on one line, as a tool or command prints it and as a speaker is sent: line breaks,
+    control characters and other whitespace runs as single spaces, so a memory a chat participant
+    wrote cannot pose as another record (memconsole's `validation.one_line`, which this plugin
+    cannot import)."""
+    text = "".join(" " if unicodedata.category(char) in LINE_BREAKING else char for char in str(value or ""))
+    return " ".join(text.split())
+
+
+def not_found(error: MemconsoleError) -> bool:
+    """memconsole's own "no such episode" (a 404 from something else, a wrong URL, is not one)."""
+    return error.status == 404 and error.code == "not_found"
+
+
+def api_of(component: Any, query_id: int, query_uuid: str | None = None) -> QueryBasedAPIProxy:
+    """The SDK's proxy to the host for one query (its uuid when the host gave one)."""
+    return QueryBasedAPIProxy(
+        query_id=query_id, query_uuid=query_uuid, plugin_runtime_handler=component.plugin.plugin_runtime_handler
+    )
 
 
 def error_text(error: Exception) -> str:
@@ -99,6 +136,8 @@ def error_text(error: Exception) -> str:
     if isinstance(error, MemconsoleError):
         if error.status == 0:
             return "Error: memconsole cannot be reached; the memory is unavailable for now."
+        if error.code == "http_error":  # not memconsole's API answering: a proxy, or a wrong address
+            return f"Error: {error.status} from the memconsole address; check memconsole_url (the server, without /api/v1)."
         return f"Error: memconsole refused the request ({error.code}): {error.message}"
     return f"Error: {error}"
 

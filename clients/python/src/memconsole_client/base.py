@@ -33,6 +33,9 @@ class BaseClient(Generic[HttpT]):
         http_client: HttpT | None = None,
     ) -> None:
         self.base_url = api_url(base_url)
+        if not isinstance(token, str) or not token or not token.isascii() or not token.isprintable() or " " in token:
+            # An HTTP header carries ASCII only: a character pasted with the token fails every call.
+            raise ValueError("token must be the bot token as memconsole showed it (printable ASCII, no spaces)")
         self.token = token
         self.bot_uuid = bot_uuid
         self.session_name = session_name

@@ -9,7 +9,17 @@ from typing import Any
 from langbot_plugin.api.definition.components.command.command import Command
 from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
 from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, Turn, error_text, one_line, session_name_of, turn_of
+from memconsole_bridge import (
+    MemconsoleError,
+    SettingsError,
+    Turn,
+    error_text,
+    not_found,
+    one_line,
+    query_text,
+    session_name_of,
+    turn_of,
+)
 
 LIST_DEFAULT, LIST_MAX = 10, 50
 USAGE = "Usage: !memory | !memory list [n] | !memory search <query> | !memory forget <id> | !memory export"
@@ -64,10 +74,11 @@ class Memory(Command):
         async def list_(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
             count = LIST_DEFAULT
             if context.crt_params:
-                if not context.crt_params[0].isdigit() or not 1 <= int(context.crt_params[0]) <= LIST_MAX:
+                given = context.crt_params[0]
+                if not (given.isascii() and given.isdecimal()) or not 1 <= int(given) <= LIST_MAX:
                     yield CommandReturn(text=f"Usage: !memory list [n], n from 1 to {LIST_MAX}")
                     return
-                count = int(context.crt_params[0])
+                count = int(given)
             try:
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
@@ -84,14 +95,14 @@ class Memory(Command):
 
         @self.subcommand(name="search", help="Search the memories", usage="!memory search <query>", aliases=["s"])
         async def search(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
-            query = " ".join(context.crt_params).strip()
+            query = query_text(" ".join(context.crt_params))
             if not query:
                 yield CommandReturn(text="Usage: !memory search <query>")
                 return
             try:
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
-                    hits = await memory.recall(query, top_k=LIST_DEFAULT)
+                    hits = await memory.recall(query, top_k=LIST_DEFAULT, speaker_id=turn.speaker.id or None)
             except (SettingsError, MemconsoleError) as error:
                 yield CommandReturn(text=error_text(error))
                 return
@@ -112,13 +123,25 @@ class Memory(Command):
                 async with turn.client() as memory:
                     await memory.forget(episode_id)
             except MemconsoleError as error:
-                text = f"[Memory] no memory {episode_id} in this chat." if error.status == 404 else error_text(error)
+                text = f"[Memory] no memory {episode_id} in this chat." if not_found(error) else error_text(error)
                 yield CommandReturn(text=text)
                 return
             except SettingsError as error:
                 yield CommandReturn(text=error_text(error))
                 return
             yield CommandReturn(text=f"[Memory] forgot {episode_id}.")
+
+        @self.subcommand(name="*", help="An alias (ls, s, rm), or the usage", usage=USAGE)
+        async def other(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            # The SDK hands every word it does not know here, aliases included (it never resolves them).
+            word = context.crt_params[0] if context.crt_params else ""
+            name = next((n for n, sub in self.registered_subcommands.items() if word in sub.aliases), None)
+            if name is None:
+                yield CommandReturn(text=f"[Memory] unknown subcommand {word!r}. {USAGE}")
+                return
+            context.shift()
+            async for answer in self.registered_subcommands[name].subcommand(self, context):
+                yield answer
 
         @self.subcommand(name="export", help="This chat's memory as JSON", usage="!memory export")
         async def export(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:

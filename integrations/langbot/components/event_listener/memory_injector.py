@@ -15,7 +15,7 @@ from langbot_plugin.api.definition.components.common.event_listener import Event
 from langbot_plugin.api.entities import context, events
 from langbot_plugin.api.entities.builtin.provider.message import Message
 from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, turn_of
+from memconsole_bridge import MemconsoleError, SettingsError, query_text, turn_of
 from memconsole_client.types import InjectionContext, ProfileData
 
 logger = logging.getLogger("memconsole.langbot")
@@ -53,7 +53,7 @@ class MemoryInjector(EventListener):
             plugin_runtime_handler=self.plugin.plugin_runtime_handler,
         )
         turn = await turn_of(self, api, event.session_name)
-        text = str(turn.query_vars.get("user_message_text", "") or "").strip()
+        text = query_text(turn.query_vars.get("user_message_text"))
         if not text:
             logger.info("memory injection skipped: query_id=%s reason=no_text", event_ctx.query_id)
             return

@@ -6,8 +6,16 @@ from typing import Any
 
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
-from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, error_text, one_line, session_name_of, turn_of
+from memconsole_bridge import (
+    MemconsoleError,
+    SettingsError,
+    api_of,
+    error_text,
+    one_line,
+    query_text,
+    session_name_of,
+    turn_of,
+)
 
 MAX_TOP_K = 20
 
@@ -20,13 +28,15 @@ def _int(value: Any, default: int | None) -> int | None:
 
 
 class RecallMemory(Tool):
-    async def call(self, params: dict[str, Any], session: provider_session.Session, query_id: int) -> str:
-        query = str(params.get("query", "") or "").strip()
+    async def call(
+        self, params: dict[str, Any], session: provider_session.Session, query_id: int, query_uuid: str | None = None
+    ) -> str:
+        query = query_text(params.get("query"))
         if not query:
             return "Error: query is required."
         top_k = max(1, min(MAX_TOP_K, _int(params.get("top_k"), 5) or 5))
         status = str(params.get("status") or "").strip().lower()
-        api = QueryBasedAPIProxy(query_id=query_id, plugin_runtime_handler=self.plugin.plugin_runtime_handler)
+        api = api_of(self, query_id, query_uuid)
         try:
             turn = await turn_of(self, api, session_name_of(session))
             async with turn.client() as memory:
@@ -38,6 +48,7 @@ class RecallMemory(Tool):
                     time_after=str(params.get("time_after") or "").strip() or None,
                     time_before=str(params.get("time_before") or "").strip() or None,
                     statuses=[status] if status else None,
+                    speaker_id=turn.speaker.id or None,  # "what do I like?": the asker's own first
                 )
         except (SettingsError, MemconsoleError) as error:
             return error_text(error)

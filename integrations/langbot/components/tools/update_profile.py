@@ -10,8 +10,7 @@ from typing import Any
 
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
-from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
-from memconsole_bridge import MemconsoleError, SettingsError, error_text, session_name_of, turn_of
+from memconsole_bridge import MemconsoleError, SettingsError, api_of, error_text, session_name_of, turn_of
 from memconsole_client import AsyncMemoryClient
 
 FIELDS = ("name", "traits", "preferences", "notes")
@@ -44,7 +43,9 @@ async def apply(
 
 
 class UpdateProfile(Tool):
-    async def call(self, params: dict[str, Any], session: provider_session.Session, query_id: int) -> str:
+    async def call(
+        self, params: dict[str, Any], session: provider_session.Session, query_id: int, query_uuid: str | None = None
+    ) -> str:
         field = str(params.get("field", "") or "").strip()
         action = str(params.get("action", "") or "").strip()
         value = str(params.get("value", "") or "").strip()
@@ -54,7 +55,7 @@ class UpdateProfile(Tool):
             return f"Error: action must be one of {', '.join(ACTIONS)}."
         if not value and not (action == "remove" and field in ("name", "notes")):
             return "Error: value is required."
-        api = QueryBasedAPIProxy(query_id=query_id, plugin_runtime_handler=self.plugin.plugin_runtime_handler)
+        api = api_of(self, query_id, query_uuid)
         try:
             turn = await turn_of(self, api, session_name_of(session))
             scope = str(params.get("scope") or ("speaker" if turn.speaker.id else "session"))
