@@ -62,7 +62,7 @@ def observe_requests(get_response: Handler) -> Handler:
                 access_log.info(
                     "%s %s %s %.1f ms",
                     method,
-                    request.path,
+                    printable(request.path),
                     response.status_code,
                     seconds * 1000,
                     extra={
@@ -78,6 +78,12 @@ def observe_requests(get_response: Handler) -> Handler:
             request_id.reset(token)
 
     return middleware
+
+
+def printable(text: str) -> str:
+    """`text` for a log line: a line break or another control character in a URL (`%0a`) written
+    escaped (`\\x0a`), so a request cannot forge a log line of its own."""
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in text)
 
 
 def _traced(get_response: Handler, request: HttpRequest, static_prefix: str) -> HttpResponseBase:

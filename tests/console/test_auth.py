@@ -99,3 +99,17 @@ def test_it_has_a_theme_toggle_and_its_scripts(viewer_client):
 def test_it_serves_the_static_files(viewer_client):
     for name in ("console/console.css", "console/console.js", "console/theme.js"):
         assert finders.find(name), name
+
+
+def test_guessing_the_current_password_on_the_change_form_counts_as_failed_logins(viewer_client, settings):
+    """Found by attacking a session: the change form checked the old password without any limit."""
+    new = {"new_password1": "An0ther-long-passphrase!", "new_password2": "An0ther-long-passphrase!"}
+    for n in range(settings.AXES_FAILURE_LIMIT - 1):
+        response = viewer_client.post("/accounts/password_change/", {"old_password": f"guess {n}", **new})
+        assert response.status_code == 400
+    response = viewer_client.post("/accounts/password_change/", {"old_password": "last guess", **new})
+    assertContains(response, "Too many failed logins", status_code=429)
+    # The session is gone, and the right password no longer opens the account until the cool-off.
+    assert viewer_client.get("/")["Location"].startswith("/accounts/login/")
+    locked = Client().post("/accounts/login/", {"username": "viewer", "password": PASSWORD})
+    assertContains(locked, "Too many failed logins", status_code=429)

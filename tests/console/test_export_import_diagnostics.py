@@ -224,6 +224,24 @@ def test_it_offers_each_user_only_the_buttons_and_jobs_they_may_use(client_for, 
     assert viewer_client.get(f"/jobs/{imported.pk}/").status_code == 403
 
 
+def test_a_user_limited_to_some_bots_reads_no_install_wide_detail(client_for, operator, operator_client, url):
+    """The health check names rows, counts and paths of every bot (found by attacking as a limited
+    admin: another bot's episode ids). A limited user sees each check's name and state only."""
+    job = follow_job(operator_client, operator_client.post(url("diagnostics_run")))
+    everything = operator_client.get(url("diagnostics")).content.decode()
+    assert "is reachable and migrated" in everything  # a user of every bot reads the details
+    BotGrant.objects.create(user=operator, bot_uuid="bot-b")
+    limited = client_for(operator)
+
+    page = limited.get(url("diagnostics")).content.decode()
+    job_page = limited.get(job.request["PATH_INFO"]).content.decode()
+
+    for shown in (page, job_page):
+        assert "Its details are shown to users of every bot." in shown
+        assert "is reachable and migrated" not in shown and "How to fix" not in shown
+    assert "<h3>database " in page  # the checks and their states are still there
+
+
 def test_it_refuses_the_health_check_run_to_a_viewer(viewer_client, url):
     assert viewer_client.post(url("diagnostics_run")).status_code == 403
     assert not HealthRun.objects.exists()

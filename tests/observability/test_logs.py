@@ -64,6 +64,17 @@ def test_it_writes_method_route_status_and_latency_to_the_access_log(client, jso
     assert line["level"] == "INFO" and line["time"].endswith("+00:00")
 
 
+def test_a_line_break_in_the_url_cannot_forge_an_access_line(client, caplog):
+    """Found by attacking the server: `%0a` in a path wrote a line of the attacker's own."""
+    forged = "/x%0a2026-12-03 14:41:00,000 INFO memconsole.access [0123abcd]: POST /api/v1/forget 200 1.0 ms%0d%0a"
+    with caplog.at_level(logging.INFO, logger="memconsole.access"):
+        client.get(forged)
+    (record,) = [r for r in caplog.records if r.name == "memconsole.access"]
+    text = record.getMessage()
+    assert "\n" not in text and "\r" not in text and text.startswith("GET /x\\n2026-12-03")
+    assert text.endswith(" ms") and text.count(" 404 ") == 1
+
+
 def test_it_can_leave_the_access_log_out(client, settings, json_lines):
     settings.MEMCONSOLE_ACCESS_LOG = False
     client.get("/healthz")

@@ -139,11 +139,16 @@ def check_label(check_id: Any) -> str:
     return str(CHECK_LABELS.get(str(check_id), check_id))
 
 
-@register.simple_tag
-def check_text(check: Any, name: str) -> str:
-    """A check's `detail` or `fix` in the reader's language, from the words it kept (`Check.said`)."""
+@register.simple_tag(takes_context=True)
+def check_text(context: Any, check: Any, name: str) -> str:
+    """A check's `detail` or `fix` in the reader's language, from the words it kept (`Check.said`).
+    The health check is install-wide: its details name rows, counts and paths of every bot, so a
+    user limited to some bots reads only each check's name and state."""
     if not isinstance(check, dict):
         return ""
+    actor = getattr(context.get("request"), "actor", None)
+    if actor is None or actor.bot_uuids is not None:
+        return _("Its details are shown to users of every bot.") if name == "detail" else ""
     kept = check.get("said") or {}
     english = str(check.get(name) or "")
     words = kept.get(name) if isinstance(kept, dict) else None
