@@ -28,7 +28,8 @@ class PasswordChangeView(auth_views.PasswordChangeView):
         credentials = {"username": request.user.get_username()}
         if AxesProxyHandler.is_locked(request, credentials):
             logout(request)
-            return get_lockout_response(request, None, credentials)
+            locked: HttpResponse = get_lockout_response(request, None, credentials)
+            return locked
         return super().post(request, *args, **kwargs)
 
     def form_valid(self, form: PasswordChangeForm) -> HttpResponse:
@@ -42,7 +43,8 @@ class PasswordChangeView(auth_views.PasswordChangeView):
             user_login_failed.send(sender=type(self), credentials=credentials, request=self.request)
             if getattr(self.request, "axes_locked_out", False):
                 logout(self.request)
-                return get_lockout_response(self.request, None, credentials)
+                locked: HttpResponse = get_lockout_response(self.request, None, credentials)
+                return locked
         response = super().form_invalid(form)
         response.status_code = 400  # the form again, with the reasons beside the fields
         return response
