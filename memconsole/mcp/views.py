@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import logging
+from urllib.parse import urlsplit
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.http.request import validate_host
 from django.views.decorators.csrf import csrf_exempt
 
 from memconsole.api import ratelimit
@@ -54,6 +56,10 @@ def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
     then the body as the JSON API reads it (chunked or not, within its size limit)."""
     if request.method != "POST":
         raise Refused(405, REFUSED, "use POST (this server keeps no SSE stream)", {"Allow": "POST"})
+    if not origin_allowed(request.headers.get("Origin")):
+        raise Refused(
+            403, REFUSED, "requests from this origin are refused (CSRF_TRUSTED_ORIGINS lists the allowed ones)"
+        )
     try:
         token = bot_for_token(request)  # the JSON API's own check (memconsole/api/auth.py)
     except ApiError as exc:
@@ -70,6 +76,22 @@ def admit(request: HttpRequest) -> tuple[BotToken, bytes]:
     if body.lstrip().startswith(b"["):  # a JSON-RPC batch, which this protocol version no longer has
         raise Refused(400, REFUSED, "send one JSON-RPC message per request (batches are not supported)")
     return token, body
+
+
+def origin_allowed(origin: str | None) -> bool:
+    """The MCP transport's rule against DNS rebinding: a request a browser sends from a page names
+    its `Origin`; only this server's own hosts (ALLOWED_HOSTS) and CSRF_TRUSTED_ORIGINS may call.
+    A client that is no browser sends none, and is not refused for it."""
+    if not origin:
+        return True
+    if origin in settings.CSRF_TRUSTED_ORIGINS:
+        return True
+    parsed = urlsplit(origin)
+    return (
+        parsed.scheme in ("http", "https")
+        and bool(parsed.hostname)
+        and validate_host(parsed.hostname, settings.ALLOWED_HOSTS)
+    )
 
 
 def json_only(accept: str) -> str:

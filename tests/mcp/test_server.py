@@ -288,6 +288,16 @@ def test_it_requires_a_bot_token(live_server, token, mode):
     assert [str(error) for error in leaves(refused.value)] == ["the token is unknown or revoked"]
 
 
+def test_it_refuses_a_page_of_another_origin_and_admits_its_own(live_server, token, settings):
+    """The transport's rule against DNS rebinding: a browser page elsewhere may not call the server."""
+    refused = _post(live_server.url, CALL, token[1], Origin="http://evil.example")
+    assert refused.status_code == 403 and refused.json()["error"]["code"] == -32600
+    assert _post(live_server.url, CALL, token[1], Origin=live_server.url).status_code == 200  # its own host
+    settings.CSRF_TRUSTED_ORIGINS = ["https://console.example.org"]
+    assert _post(live_server.url, CALL, token[1], Origin="https://console.example.org").status_code == 200
+    assert _post(live_server.url, CALL, token[1]).status_code == 200  # no browser, no Origin
+
+
 def test_it_answers_get_and_delete_with_405(live_server, token):
     for method in ("GET", "DELETE", "PUT"):
         response = httpx.request(method, f"{live_server.url}/mcp", headers={"Authorization": f"Bearer {token[1]}"})
