@@ -87,11 +87,8 @@ def origin_allowed(origin: str | None) -> bool:
     if origin in settings.CSRF_TRUSTED_ORIGINS:
         return True
     parsed = urlsplit(origin)
-    return (
-        parsed.scheme in ("http", "https")
-        and bool(parsed.hostname)
-        and validate_host(parsed.hostname, settings.ALLOWED_HOSTS)
-    )
+    host = parsed.hostname or ""
+    return parsed.scheme in ("http", "https") and bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
 
 
 def json_only(accept: str) -> str:
