@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.http.request import validate_host
+from django.http.request import split_domain_port, validate_host
 from django.views.decorators.csrf import csrf_exempt
 
 from memconsole.api import ratelimit
@@ -87,7 +87,7 @@ def origin_allowed(origin: str | None) -> bool:
     if origin in settings.CSRF_TRUSTED_ORIGINS:
         return True
     parsed = urlsplit(origin)
-    host = parsed.hostname or ""
+    host = split_domain_port(parsed.netloc)[0]  # as Django reads a Host: "[::1]" keeps its brackets
     return parsed.scheme in ("http", "https") and bool(host) and validate_host(host, settings.ALLOWED_HOSTS)
 
 
