@@ -342,13 +342,21 @@ def restore(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episo
 
 
 def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
-    """Hard-delete episodes and their vectors; each audit entry keeps what was deleted."""
+    """Hard-delete episodes and their vectors; each audit entry keeps what was deleted. What a
+    deleted correction had superseded is active again (restored, audited with the reason): the
+    memory it corrected is no longer corrected."""
     actor.require_bot(keys)
     episode_ids = validate_episode_ids(episode_ids)
     with transaction.atomic():
-        rows = list(Episode.objects.in_scope(keys.user_key).with_ids(episode_ids).select_for_update())
+        in_scope = Episode.objects.in_scope(keys.user_key)
+        rows = list(in_scope.with_ids(episode_ids).select_for_update())
         if len(rows) != len(set(episode_ids)):
             raise NotFound("no such episode in this scope")
+        corrected = list(  # locked now, before the chain's head, as every writer takes them
+            in_scope.filter(status=STATUS_SUPERSEDED, superseded_by__in=episode_ids)
+            .exclude(episode_id__in=episode_ids)
+            .select_for_update()
+        )
         prefetch_metadata(rows)  # each audit entry keeps the deleted episode's metadata too
         deltas: dict[str, int] = {}
         for episode in rows:
@@ -367,6 +375,10 @@ def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
             deltas[episode.effective_status] = deltas.get(episode.effective_status, 0) - 1
         Episode.objects.filter(pk__in=[e.pk for e in rows]).delete()
         count(keys.user_key, **deltas)
+        for correction in sorted({old.superseded_by for old in corrected}):
+            note = {"reason": "the correction that superseded it was deleted", "correction": correction}
+            olds = [old.episode_id for old in corrected if old.superseded_by == correction]
+            _set_status(keys, actor, olds, STATUS_ACTIVE.value, "restore", note)
     try:
         vectors.delete(keys.user_key, [e.episode_id for e in rows])
     except vectors.VectorIndexError:

@@ -54,6 +54,32 @@ def test_it_still_supersedes_a_self_correction(keys, system):
     assert _status(mallory) == ("active", "", 2)
 
 
+def test_deleting_a_correction_brings_back_what_it_corrected(keys, system):
+    """Found by probing the API: forgetting a correction left the memory it had replaced hidden
+    for good, and the bot knew nothing about Alice any more."""
+    alice = episodes.remember(keys, system, ALICE, sender_id="alice").episode
+    correction = episodes.remember(keys, system, CORRECTION, tags=["correction"], sender_id="alice").episode
+    assert _status(alice)[0] == "superseded"
+
+    episodes.delete(keys, system, [correction.episode_id])
+
+    assert _status(alice)[:2] == ("active", "")
+    entry = _last_audit()
+    assert (entry.operation, entry.target_id) == ("restore", alice.episode_id)
+    assert entry.payload["metadata"]["correction"] == correction.episode_id
+    hits = retrieval.recall(keys, "Where does Alice live?", sender_id="alice")
+    assert [hit.episode.episode_id for hit in hits] == [alice.episode_id]
+
+
+def test_deleting_a_correction_with_what_it_corrected_restores_nothing(keys, system):
+    alice = episodes.remember(keys, system, ALICE, sender_id="alice").episode
+    correction = episodes.remember(keys, system, CORRECTION, tags=["correction"], sender_id="alice").episode
+
+    assert episodes.delete(keys, system, [alice.episode_id, correction.episode_id]) == 2
+
+    assert not Episode.objects.exists() and not AuditEntry.objects.filter(operation="restore").exists()
+
+
 def test_it_supersedes_an_episode_without_a_sender_only_from_one_without_a_sender(keys, system):
     nobody = episodes.remember(keys, system, ALICE).episode
     assert episodes.remember(keys, system, CORRECTION, tags=["correction"], sender_id="alice").superseded == []
