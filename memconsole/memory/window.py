@@ -115,6 +115,13 @@ def append_message(
     when = _message_time(created_at)
     with transaction.atomic():
         register_scope(keys)
+        size = window_size(keys.bot_uuid)
+        newest = WindowMessage.objects.filter(scope_key=keys.scope_key).order_by("-created_at", "-id")
+        last_kept = newest.values_list("created_at", flat=True)[size - 1 : size].first()
+        if last_kept is not None and when < last_kept:  # it would be dropped as it is written
+            raise ValidationError(
+                f"created_at is older than every message the window keeps (its {size} newest)", field="created_at"
+            )
         row = WindowMessage(
             scope_key=keys.scope_key,
             user_key=keys.user_key,
@@ -126,7 +133,7 @@ def append_message(
         )
         row.set_text(content)
         row.save()
-        trim(keys.scope_key, window_size(keys.bot_uuid))
+        trim(keys.scope_key, size)
     return _message(row)
 
 

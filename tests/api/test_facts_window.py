@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from cryptography.fernet import Fernet
+from django.utils import timezone
 
 from memconsole.memory.audit import Actor
 from memconsole.memory.botmemory_models import Fact, FactVersion, WindowMessage
@@ -112,6 +115,20 @@ def test_it_keeps_the_last_n_messages_oldest_first(api):
         ("assistant", "message 23"),
         ("user", "message 24"),
     ]
+
+
+def test_a_message_older_than_a_full_window_is_refused_not_dropped_as_written(api):
+    """Found by probing: it answered 201 and the message was gone at once."""
+    set_window_size(Actor.system("tests"), "bot-a", 3)
+    for n in range(3):
+        say(api, "user", f"m{n}")
+    an_hour_ago = (timezone.now() - timedelta(hours=1)).isoformat()
+
+    response = api.post("messages", {**SCOPE_A, "role": "user", "content": "late", "created_at": an_hour_ago})
+
+    assert response.status_code == 422 and response.json()["error"]["field"] == "created_at"
+    assert "older than every message the window keeps" in response.json()["error"]["message"]
+    assert [m["content"] for m in api.get("messages", SCOPE_A).json()["messages"]] == ["m0", "m1", "m2"]
 
 
 def test_the_window_size_is_a_per_bot_setting(api):
