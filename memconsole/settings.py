@@ -7,6 +7,7 @@ once into var/. With MEMCONSOLE_ENV=production, SECRET_KEY must be given and coo
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import os
 import secrets
@@ -305,6 +306,16 @@ MEMCONSOLE_REEMBED_IN_BACKGROUND = envbool("MEMCONSOLE_REEMBED_IN_BACKGROUND", T
 MEMCONSOLE_REEMBED_LEASE_SECONDS = envint("MEMCONSOLE_REEMBED_LEASE_SECONDS", 60, minimum=2)
 
 MEMCONSOLE_FERNET_KEYS = envlist("MEMCONSOLE_FERNET_KEYS")
+for _position, _key in enumerate(MEMCONSOLE_FERNET_KEYS, 1):  # a key is never named: it is a secret
+    try:
+        _key_ok = len(base64.urlsafe_b64decode(_key.encode("ascii"))) == 32
+    except (ValueError, UnicodeEncodeError):
+        _key_ok = False
+    if not _key_ok:
+        raise ImproperlyConfigured(
+            f"MEMCONSOLE_FERNET_KEYS: key {_position} is not a Fernet key (32 bytes in url-safe base64, "
+            "as `python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'` makes)"
+        )
 MEMCONSOLE_AUDIT_KEY = env("MEMCONSOLE_AUDIT_KEY") or ""
 
 MEMCONSOLE_RECENCY_HALF_LIFE_DAYS = envint("MEMCONSOLE_RECENCY_HALF_LIFE_DAYS", 30, minimum=1)

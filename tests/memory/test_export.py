@@ -243,3 +243,12 @@ def test_it_says_plainly_when_the_output_folder_is_missing(profiled, keys, tmp_p
 def test_it_fails_clearly_for_an_unknown_scope_on_the_command_line(db):
     with pytest.raises(CommandError, match="no scope 'nope:group_1'"):
         call_command("export_scope", "nope:group_1")
+
+
+def test_it_says_plainly_when_no_configured_key_opens_the_rows(keys, system, tmp_path, settings):
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    episodes.remember(keys, system, "Alice's sealed secret")
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]  # the old key is gone
+    with pytest.raises(CommandError, match="the export stopped"):
+        call_command("export_scope", keys.scope_key, "-o", str(tmp_path / "out.json"))
+    assert not (tmp_path / "out.json").exists()  # no half-written export

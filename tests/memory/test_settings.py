@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cryptography.fernet import Fernet
 from django.core.exceptions import ImproperlyConfigured
 
 from memconsole import settings as project_settings
@@ -149,9 +150,20 @@ def test_it_runs_locally_with_no_configuration(clean_env, tmp_path):
     assert _load()["SECRET_KEY"] == loaded["SECRET_KEY"]
 
 
+@pytest.mark.parametrize("raw", ["garbage", "{good},not-a-key", "{good},YWJj"])
+def test_it_refuses_a_fernet_key_that_is_none_without_naming_it(clean_env, raw):
+    """Before, a garbage key started the server; every command then failed with a traceback."""
+    good = Fernet.generate_key().decode()
+    with pytest.raises(ImproperlyConfigured, match=r"MEMCONSOLE_FERNET_KEYS: key \d is not a Fernet key") as refused:
+        _load(MEMCONSOLE_FERNET_KEYS=raw.format(good=good))
+    assert "garbage" not in str(refused.value) and "not-a-key" not in str(refused.value)  # a secret stays unsaid
+    assert _load(MEMCONSOLE_FERNET_KEYS=f"{good}, {Fernet.generate_key().decode()}")["MEMCONSOLE_FERNET_KEYS"][0] == good
+
+
 def test_it_reads_the_memconsole_settings(clean_env):
+    new_key, old_key = Fernet.generate_key().decode(), Fernet.generate_key().decode()
     loaded = _load(
-        MEMCONSOLE_FERNET_KEYS="new-key, old-key",
+        MEMCONSOLE_FERNET_KEYS=f"{new_key}, {old_key}",
         MEMCONSOLE_RECENCY_HALF_LIFE_DAYS="7",
         MEMCONSOLE_SNAPSHOT_RETENTION_DAYS="0",
         MEMCONSOLE_MAX_CONTENT_CHARS="500",
@@ -160,7 +172,7 @@ def test_it_reads_the_memconsole_settings(clean_env):
         CHROMA_PORT="8123",
         DEBUG="true",
     )
-    assert loaded["MEMCONSOLE_FERNET_KEYS"] == ["new-key", "old-key"]  # newest first
+    assert loaded["MEMCONSOLE_FERNET_KEYS"] == [new_key, old_key]  # newest first
     assert (loaded["MEMCONSOLE_RECENCY_HALF_LIFE_DAYS"], loaded["MEMCONSOLE_SNAPSHOT_RETENTION_DAYS"]) == (7, 0)
     assert loaded["MEMCONSOLE_MAX_CONTENT_CHARS"] == 500
     assert loaded["DATABASES"]["default"]["ENGINE"] == "django.db.backends.postgresql"

@@ -69,7 +69,10 @@ class Command(BaseCommand):
             raise CommandError(exc.message) from None
         except MemoryError_ as exc:
             raise CommandError(str(exc)) from None
-        written = self._write(stream, output)
+        try:
+            written = self._write(stream, output)
+        except MemoryError_ as exc:  # found while streaming: a row no configured key opens, the index down
+            raise CommandError(f"the export stopped: {exc}") from None
         counts = stream.counts
         where = output or "standard output"
         self.stderr.write(
