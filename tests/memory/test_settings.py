@@ -157,7 +157,9 @@ def test_it_refuses_a_fernet_key_that_is_none_without_naming_it(clean_env, raw):
     with pytest.raises(ImproperlyConfigured, match=r"MEMCONSOLE_FERNET_KEYS: key \d is not a Fernet key") as refused:
         _load(MEMCONSOLE_FERNET_KEYS=raw.format(good=good))
     assert "garbage" not in str(refused.value) and "not-a-key" not in str(refused.value)  # a secret stays unsaid
-    assert _load(MEMCONSOLE_FERNET_KEYS=f"{good}, {Fernet.generate_key().decode()}")["MEMCONSOLE_FERNET_KEYS"][0] == good
+    assert (
+        _load(MEMCONSOLE_FERNET_KEYS=f"{good}, {Fernet.generate_key().decode()}")["MEMCONSOLE_FERNET_KEYS"][0] == good
+    )
 
 
 def test_it_reads_the_memconsole_settings(clean_env):
