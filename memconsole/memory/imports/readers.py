@@ -115,11 +115,13 @@ def parse_json(raw: bytes, fmt: str, where: str = "") -> Any:
         # instead of exhausting the stack. Nothing memconsole reads nests more than a few levels.
         raise ImportFileError(said(gettext_noop("%(place)sthe JSON is nested too deeply"), place=place)) from None
     except ValueError as exc:  # NaN/Infinity, or an integer with too many digits
+        # Python's hint for the latter ("use sys.set_int_max_str_digits()") is not the reader's to follow.
+        error = "a number has too many digits" if "int_max_str_digits" in str(exc) else str(exc)
         raise ImportFileError(
             said(
                 gettext_noop("%(place)sthe file holds a value that is not allowed: %(error)s"),
                 place=place,
-                error=str(exc),
+                error=error,
             )
         ) from None
 

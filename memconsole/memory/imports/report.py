@@ -101,6 +101,8 @@ class ImportReport(Report):
             f" ({', '.join(f'{k} {v}' for k, v in sorted(self.statuses.items())) or 'no episodes'})"
             f", {self.conflict_count} conflict(s)"
         )
+        if self.facts or self.messages:
+            text += f", {self.facts} keyed facts and {self.messages} window messages"
         if self.skipped_deleted:
             text += f", {self.skipped_deleted} deleted skipped"
         if self.warning_count:

@@ -70,7 +70,10 @@ class Command(BaseCommand):
                     progress=progress,
                 )
         except ValidationError as exc:
-            raise CommandError(f"{file}: {exc.message}; nothing was imported") from None
+            said = (
+                exc.message if exc.message.endswith("nothing was imported") else f"{exc.message}; nothing was imported"
+            )
+            raise CommandError(f"{file}: {said}") from None
         except MemoryError_ as exc:
             raise CommandError(f"{file}: {exc}; nothing was imported") from None
         for scope in report.scopes.values():
