@@ -228,6 +228,13 @@ def resume_unfinished(progress: Callable[[str], None] | None = None) -> list[dic
     return results
 
 
+def _scrub_import_reports(sender_id: str, bot_uuid: str, episodes: QuerySet[Episode], *, dry_run: bool) -> int:
+    """The person's items in import reports (their profile, their episodes by their ids in the file), removed."""
+    old_ids = set(episodes.exclude(imported_episode_id="").values_list("imported_episode_id", flat=True))
+    naming = erasure_imports.reports_naming(sender_id, bot_uuid, old_ids)
+    return erasure_imports.scrub_reports(naming, sender_id, old_ids, dry_run=dry_run)
+
+
 def _erase(
     sender_id: str, bot_uuid: str, actor: Actor, dry_run: bool, progress: erasure_index.Progress
 ) -> ErasureReport:
@@ -248,11 +255,9 @@ def _erase(
     held = erasure_imports.holding(sender_id, bot_uuid)
     erasure_imports.refuse_active(held)
     report.import_files = len(held.kept)
-    old_ids = set(episodes.exclude(imported_episode_id="").values_list("imported_episode_id", flat=True))
-    naming = erasure_imports.reports_naming(sender_id, bot_uuid, old_ids)
-    report.import_report_items = erasure_imports.scrub_reports(naming, sender_id, old_ids, dry_run=True)
     if dry_run:
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=True)
+        report.import_report_items = _scrub_import_reports(sender_id, bot_uuid, episodes, dry_run=True)
         return report
     pending = erasure_index.unfinished_for(report.subject_digest, bot_uuid)
     index_keys, index_ids = erasure_index.vectors_of(sender_id, bot_uuid)
@@ -267,9 +272,7 @@ def _erase(
         Profile.objects.filter(pk__in=found.profile_pks).delete()
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=False)
         report.import_files = erasure_imports.delete_kept(held)
-        old_ids = set(episodes.exclude(imported_episode_id="").values_list("imported_episode_id", flat=True))
-        naming = erasure_imports.reports_naming(sender_id, bot_uuid, old_ids)  # as committed now
-        report.import_report_items = erasure_imports.scrub_reports(naming, sender_id, old_ids, dry_run=False)
+        report.import_report_items = _scrub_import_reports(sender_id, bot_uuid, episodes, dry_run=False)
         pks = [row[0] for row in found.episode_rows]
         for batch in chunks(pks, BATCH):
             Episode.objects.filter(pk__in=batch).delete()
