@@ -24,11 +24,11 @@ from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics
 
-from . import audit, indexer, lexical, pending, ranking, rowstate
+from . import audit, indexer, lexical, locks, pending, ranking, rowstate
 from .audit import Actor
 from .counters import count
 from .episode_extras import EpisodeMetadata, metadata_row
-from .episodes import RememberResult, build_episode, supersede_and_audit, supersede_candidates
+from .episodes import RememberResult, build_episode, correction_lock, supersede_and_audit, supersede_candidates
 from .errors import ValidationError, unavailable_on_failure
 from .models import Episode
 from .scopes import ScopeKeys, register_scope
@@ -121,10 +121,11 @@ def remember_many(keys: ScopeKeys, actor: Actor, items: Any, *, source: str = "a
     with unavailable_on_failure():
         model_id = embeddings.current_model_id()
         vectors_ = embeddings.embed([new.content for new in batch])
-    from_index = [supersede_candidates(keys, model_id, vectors_[i], new) for i, new in enumerate(batch)]
-
     superseded: list[list[Episode]] = []
     with audit.batch() as batch_id, transaction.atomic(), audit.buffered():
+        # Its corrections' speakers first, as `remember` takes them: candidates looked for under the lock.
+        locks.hold(*(correction_lock(keys, new.sender_id) for new in batch if ranking.supersedes(new.tags)))
+        from_index = [supersede_candidates(keys, model_id, vectors_[i], new) for i, new in enumerate(batch)]
         register_scope(keys)
         now = timezone.now()
         unaudited = rowstate.take()  # the caller's, for the first entry; then the batch's own rows

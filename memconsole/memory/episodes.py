@@ -20,7 +20,7 @@ from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings, metrics, vectors
 
-from . import audit, indexer, pending, ranking
+from . import audit, indexer, locks, pending, ranking
 from .audit import Actor
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
@@ -109,6 +109,11 @@ def supersede_candidates(keys: ScopeKeys, model_id: str, vector: Any, new: NewEp
         log.error("correction stored without supersede check: %s", exc)
         return [], str(exc)
     return [h.episode_id for h in hits if h.similarity >= ranking.SUPERSEDE_THRESHOLD], ""
+
+
+def correction_lock(keys: ScopeKeys, sender_id: str) -> str:
+    """The lock a speaker's corrections in a space take (`locks.hold`), one after another."""
+    return f"supersede:{keys.user_key}\x1f{sender_id}"
 
 
 def build_episode(keys: ScopeKeys, new: NewEpisode, now: datetime) -> Episode:
@@ -227,9 +232,12 @@ def remember(
     with unavailable_on_failure():
         model_id = embeddings.current_model_id()
         vector = embeddings.embed([new.content])
-    candidates, supersede_skipped = supersede_candidates(keys, model_id, vector[0], new)
-
     with transaction.atomic():
+        if ranking.supersedes(new.tags):
+            # Looked for under the lock: two corrections by one speaker at once each see the
+            # other's episode, as if written one after the other (else both stay active).
+            locks.hold(correction_lock(keys, new.sender_id))
+        candidates, supersede_skipped = supersede_candidates(keys, model_id, vector[0], new)
         register_scope(keys)
         now = timezone.now()
         episode = build_episode(keys, new, now)
@@ -357,6 +365,9 @@ def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:
             .exclude(episode_id__in=episode_ids)
             .select_for_update()
         )
+        # Every chain this appends to (the deleted episodes' and, under bot isolation, another
+        # chat's restored ones), locked at once in chain order: two deletes never wait in a circle.
+        audit.lock_chain(*{episode.scope_key for episode in [*rows, *corrected]})
         prefetch_metadata(rows)  # each audit entry keeps the deleted episode's metadata too
         deltas: dict[str, int] = {}
         for episode in rows:

@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from . import audit
+from . import audit, locks
 from .audit import Actor
 from .botmemory_models import MAX_FACT_KEY_CHARS, MAX_SUBJECT_CHARS, Fact, FactVersion, WindowMessage
 from .errors import NotFound
@@ -60,6 +60,10 @@ def _key(value: Any) -> str:
     return validate_identifier(value, "key", MAX_FACT_KEY_CHARS)
 
 
+def _lock_name(keys: ScopeKeys, subject: str, key: str) -> str:
+    return f"fact:{keys.user_key}\x1f{subject}\x1f{key}"
+
+
 def target_id(subject: str, key: str) -> str:
     """The audit target of a fact (its subject and key; the value stays in the sealed payload)."""
     return f"{subject}\x1f{key}"[:255]
@@ -74,6 +78,7 @@ def remember_fact(
     value = text(value, "value", MAX_VALUE_CHARS, required=True, trim=True)
     now = updated_at or timezone.now()
     with transaction.atomic():
+        locks.hold(_lock_name(keys, subject, key))  # two first writes would both insert it
         register_scope(keys)
         fact = Fact.objects.select_for_update().filter(user_key=keys.user_key, subject=subject, key=key).first()
         before = None
@@ -127,6 +132,7 @@ def forget_fact(keys: ScopeKeys, actor: Actor, subject: Any, key: Any) -> None:
     actor.require_bot(keys)
     subject, key = _subject(subject), _key(key)
     with transaction.atomic():
+        locks.hold(_lock_name(keys, subject, key))  # as remember_fact: one writer of it at a time
         fact = Fact.objects.select_for_update().filter(user_key=keys.user_key, subject=subject, key=key).first()
         if fact is None:
             raise NotFound("no such fact in this scope")

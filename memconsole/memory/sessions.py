@@ -86,7 +86,9 @@ def forget_session(keys: ScopeKeys, actor: Actor) -> int:
     in_session = Episode.objects.in_scope(keys.user_key).filter(scope_key=keys.scope_key)
     deleted = 0
     with transaction.atomic(), audit.batch():
-        ids = list(in_session.order_by("id").values_list("episode_id", flat=True))
+        # Locked: a forget running beside this one (of all, or of one of them) waits, then finds
+        # what is left, instead of a row gone between this read and its delete (a 404).
+        ids = list(in_session.select_for_update().order_by("id").values_list("episode_id", flat=True))
         for batch in chunks(ids, FORGET_BATCH):
             deleted += episodes.delete(keys, actor, list(batch))
     return deleted

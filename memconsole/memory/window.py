@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Subquery
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -118,7 +118,9 @@ def append_message(
         size = window_size(keys.bot_uuid)
         newest = WindowMessage.objects.filter(scope_key=keys.scope_key).order_by("-created_at", "-id")
         last_kept = newest.values_list("created_at", flat=True)[size - 1 : size].first()
-        if last_kept is not None and when < last_kept:  # it would be dropped as it is written
+        if not created_at:
+            when = timezone.now()  # a message of now is the newest, whatever was written beside it
+        elif last_kept is not None and when < last_kept:  # it would be dropped as it is written
             raise ValidationError(
                 f"created_at is older than every message the window keeps (its {size} newest)", field="created_at"
             )
@@ -153,8 +155,11 @@ def _message_time(created_at: Any) -> datetime:
 def trim(scope_key: str, size: int) -> int:
     """Drop a chat's messages beyond the newest `size` and those past retention; how many went."""
     in_chat = WindowMessage.objects.filter(scope_key=scope_key)
-    keep = list(in_chat.order_by("-created_at", "-id").values_list("pk", flat=True)[:size])
-    dropped, _ = in_chat.exclude(pk__in=keep).delete()
+    # One statement, so what it keeps and what it deletes are read from one snapshot: in two (the
+    # newest read, then the rest deleted), a message committed by a writer beside it in between
+    # was deleted as "not among the newest" although it was the newest of all (PostgreSQL).
+    newest = in_chat.order_by("-created_at", "-id").values("pk")[:size]
+    dropped, _ = in_chat.exclude(pk__in=Subquery(newest)).delete()
     days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
     if days:
         gone, _ = in_chat.filter(created_at__lt=timezone.now() - timedelta(days=days)).delete()
