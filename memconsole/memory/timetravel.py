@@ -40,7 +40,8 @@ LIFECYCLE = ("archive", "restore", "delete", "episode_edit", "episode_reassign")
 SINCE = {"archive": "archived", "restore": "restored", "episode_edit": "edited", "episode_reassign": "edited"}
 STATE_FIELDS = ("status", "content", "importance", "sender_id", "sender_name", "timestamp")
 MAX_CHANGES = 5000
-MAX_EPISODES = 500
+MAX_EPISODES = 5000  # the state read at a moment (twice as many rows scanned); the console lists SHOWN
+SHOWN = 500
 PROFILE_FIELDS = ("name", "traits", "preferences", "notes")
 
 
@@ -68,7 +69,7 @@ class Knowledge:
     at: datetime
     profiles: list[KnownProfile]
     episodes: list[KnownEpisode]
-    partial: bool = False  # more changes since T than were read
+    partial: bool = False  # more changes since T than were read, or more memories than MAX_EPISODES
 
     def episode_ids(self) -> set[str]:
         return {episode.episode_id for episode in self.episodes}
@@ -86,8 +87,8 @@ def known_at(keys: ScopeKeys, actor: Actor, at: datetime, *, speaker_id: str = "
     """What this chat's bot knew at `at` (optionally about one speaker only)."""
     actor.require_bot(keys)
     changes, partial = _changes_since(keys, at)
-    episodes = _episodes_at(keys, at, changes, speaker_id)
-    return Knowledge(at, _profiles_at(keys, at, speaker_id), episodes, partial)
+    episodes, cut = _episodes_at(keys, at, changes, speaker_id)
+    return Knowledge(at, _profiles_at(keys, at, speaker_id), episodes, partial or cut)
 
 
 def difference(before: Knowledge, after: Knowledge) -> Difference:
@@ -124,7 +125,8 @@ def _changes_since(keys: ScopeKeys, at: datetime) -> tuple[dict[str, list[AuditE
 
 def _episodes_at(
     keys: ScopeKeys, at: datetime, changes: dict[str, list[AuditEntry]], speaker_id: str
-) -> list[KnownEpisode]:
+) -> tuple[list[KnownEpisode], bool]:
+    """The episodes active at `at`, and whether there were more than were read (MAX_EPISODES)."""
     rows = Episode.objects.in_scope(keys.user_key).filter(created_at__lte=at)
     if speaker_id:  # their episodes now, and those whose speaker changed since (reassigned to or from them)
         moved = [i for i, entries in changes.items() if any("sender_id" in _side(e, "before") for e in entries)]
@@ -132,12 +134,13 @@ def _episodes_at(
     rows = rows.order_by("-timestamp", "-id")
     successors = _successor_times(keys, rows)
     known: list[KnownEpisode] = []
-    for episode in rows[: MAX_EPISODES * 2]:
+    scanned = list(rows[: MAX_EPISODES * 2 + 1])
+    for episode in scanned[: MAX_EPISODES * 2]:
         state = _state_at(episode, changes.get(episode.episode_id, []), successors, at)
         if state is not None and (not speaker_id or state.sender_id == speaker_id):
             known.append(state)
     known.extend(_deleted_since(keys, at, changes, speaker_id, {e.episode_id for e in known}))
-    return known[:MAX_EPISODES]
+    return known[:MAX_EPISODES], len(scanned) > MAX_EPISODES * 2 or len(known) > MAX_EPISODES
 
 
 def _successor_times(keys: ScopeKeys, rows: Any) -> dict[str, datetime]:

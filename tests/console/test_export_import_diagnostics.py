@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from cryptography.fernet import Fernet
 from django.core.files.uploadedfile import SimpleUploadedFile
 from pytest_django.asserts import assertContains, assertNotContains
 
@@ -240,6 +241,16 @@ def test_a_user_limited_to_some_bots_reads_no_install_wide_detail(client_for, op
         assert "Its details are shown to users of every bot." in shown
         assert "is reachable and migrated" not in shown and "How to fix" not in shown
     assert "<h3>database " in page  # the checks and their states are still there
+
+
+def test_re_encryption_is_offered_only_with_a_key_to_seal_with(admin_client_, url, settings):
+    """Found in the console: without keys the button started a job that could only fail."""
+    assert "Re-encrypt under the newest key" not in admin_client_.get(url("diagnostics")).content.decode()
+    refused = admin_client_.post(url("diagnostics_rotate"))
+    assertContains(refused, "Nothing to re-encrypt under: set MEMCONSOLE_FERNET_KEYS", status_code=400)
+    assert not jobs.Job.objects.filter(kind=jobs.ROTATION).exists()
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    assert "Re-encrypt under the newest key" in admin_client_.get(url("diagnostics")).content.decode()
 
 
 def test_it_refuses_the_health_check_run_to_a_viewer(viewer_client, url):

@@ -13,7 +13,7 @@ import pytest
 from django.utils import timezone
 from pytest_django.asserts import assertContains, assertNotContains
 
-from memconsole.memory import episodes, injection, usage
+from memconsole.memory import episodes, injection, timetravel, usage
 from memconsole.memory.models import Episode
 
 from .conftest import htmx
@@ -112,6 +112,31 @@ def test_what_the_bot_knew_at_a_moment_and_what_changed_since(viewer_client, url
     assertContains(answer, "Learned")
     assertContains(answer, "Alice adopted a cat named Mochi")
     assertContains(answer, "I am planning a trip to Beijing next month")
+
+
+def test_a_long_list_of_what_the_bot_knew_says_it_is_cut_and_compares_in_full(
+    viewer_client, url, scope, keys, system, monkeypatch
+):
+    """Found by a user of a large space: the list stopped at 500 without a word, and the comparison
+    of two cut lists named memories as gone that were still active."""
+    monkeypatch.setattr(timetravel, "SHOWN", 3)
+    for n in range(6):
+        episodes.remember(keys, system, f"memory number {n} about the garden", sender_id="u1")
+    time.sleep(1)
+    then = timezone.localtime().strftime("%Y-%m-%dT%H:%M:%S")
+    time.sleep(1)
+    episodes.remember(keys, system, "Alice adopted a cat named Mochi", sender_id="u1")
+    time.sleep(1)
+    now = timezone.localtime().strftime("%Y-%m-%dT%H:%M:%S")
+
+    answer = viewer_client.get(url("known_at", scope.pk, query=f"at={now}&compare={then}"))
+
+    total = Episode.objects.filter(status="active").count()
+    assertContains(answer, f"The newest 3 of {total} are listed.")
+    assertContains(answer, f"{total} active memories")
+    page = answer.content.decode()
+    assert "Alice adopted a cat named Mochi" in page
+    assert "No longer known" not in page  # nothing went: the lists compared are whole, not the listed 3
 
 
 def test_time_travel_refuses_the_future_and_other_peoples_spaces(viewer_client, granted_client, url, scope):

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
+from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from memconsole.jobs.queue import submit
@@ -34,6 +36,7 @@ def _diagnostics_context(request: ConsoleRequest, cursor: str | None = None) -> 
             if request.user.has_perm(KIND_PERMISSIONS.get(job.kind, roles.USERS))
         ][:RECENT_JOBS],
         "all_bots": request.actor.bot_uuids is None,  # the install-wide repairs are theirs to start
+        "encryption_keys": bool(settings.MEMCONSOLE_FERNET_KEYS),  # re-encryption needs a key to seal with
         **user_permissions(request.user),
     }
 
@@ -86,4 +89,6 @@ def diagnostics_rotate(request: ConsoleRequest) -> HttpResponse:
     """Re-encrypt everything under the newest key (administrators not limited to some bots)."""
     if request.actor.bot_uuids is not None:
         raise PermissionDenied
+    if not settings.MEMCONSOLE_FERNET_KEYS:
+        return bad_request(request, _("Nothing to re-encrypt under: set MEMCONSOLE_FERNET_KEYS (newest key first)."))
     return _start(request, jobs.ROTATION, {})

@@ -20,7 +20,8 @@ from ..screens import render_screen, scope_context
 @scope_view()
 def known_at(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
     form = KnownAtForm(request.GET or None)
-    context = scope_context(request, scope, keys, "insights", form=form)
+    shown = timetravel.SHOWN  # listed of each moment's memories; all of them count and are compared
+    context = scope_context(request, scope, keys, "insights", form=form, shown=shown, shown_slice=f":{shown}")
     status = 200
     if form.is_bound and not form.is_valid():
         status = 400
