@@ -36,7 +36,11 @@ FIELD_LABELS = {
     "version": gettext_lazy("Version"),
     "value": gettext_lazy("Value"),
     "role": gettext_lazy("Role"),
-    "bots": gettext_lazy("Bots"),
+    "bot_uuids": gettext_lazy("Bots"),
+    "username": gettext_lazy("Username"),
+    "is_active": gettext_lazy("Active"),
+    "revoked_at": gettext_lazy("Revoked"),
+    "prefix": gettext_lazy("Token prefix"),
 }
 
 

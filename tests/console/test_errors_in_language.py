@@ -75,7 +75,7 @@ def test_a_bad_bot_uuid_is_explained_in_chinese(admin_client_):
     [
         ("memconsole", b'{"episodes": []}', "这看起来是 LangBot 导出，而不是 memconsole 导出"),
         ("langbot", b"null", "不是 LangBot 导出：文件必须包含一个 JSON 对象"),
-        ("langbot", b"[1, 2, 3]", "episodes[0]：情节必须是对象"),
+        ("langbot", b"[1, 2, 3]", "episodes[0]：情景记忆必须是对象"),
         ("mem0", b'{"x": 1}', "不是 mem0 导出：没有“results”或“memories”列表"),
         ("letta", b'{"x": 1}', "不是 Letta 文件：没有代理、记忆块或归档段落"),
     ],

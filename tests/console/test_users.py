@@ -164,7 +164,7 @@ def test_it_refuses_to_change_ones_own_role_or_bots(admin_client_, url, admin_us
     assert (accounts.role_of(admin_user), accounts.grants_of(admin_user)) == (role_before, bots_before)
     assert admin_client_.get("/users/").status_code == 200
     chinese = admin_client_.post(url("user_role", admin_user.pk), {"role": VIEWER}, HTTP_ACCEPT_LANGUAGE="zh-hans")
-    assert "你不能更改自己的角色" in chinese.content.decode()
+    assert "您不能更改自己的角色" in chinese.content.decode()
 
 
 def test_it_lets_no_console_admin_change_a_superuser(admin_client_, url, superuser):

@@ -21,8 +21,8 @@ def chain(keys, system):
     """Five entries from real operations (profile changes: they need no vector index, which keeps this fast)."""
     for n in range(3):
         profiles.update_profile(keys, system, "speaker", f"u{n}", name="Alice", notes=f"memory number {n}")
-    profiles.replace_profile(keys, system, "session", "", {"notes": "memory number 3"})
-    profiles.rollback_profile(keys, system, "speaker", "u0", 1)
+    profiles.replace_profile(keys, system, "speaker", "u0", {"notes": "memory number 3"})
+    profiles.rollback_profile(keys, system, "speaker", "u0", 1)  # a real rollback: version 1 is not current
     entries = list(AuditEntry.objects.order_by("seq"))
     assert [e.seq for e in entries] == [1, 2, 3, 4, 5]
     return entries

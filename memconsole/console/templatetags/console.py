@@ -10,7 +10,7 @@ from django import template
 from django.utils import timezone
 from django.utils.html import format_html
 from django.utils.translation import gettext as _
-from django.utils.translation import gettext_lazy as _lazy
+from django.utils.translation import gettext_lazy
 
 from memconsole.memory import wording
 from memconsole.memory.models import Status
@@ -113,24 +113,24 @@ HEALTH_LEVELS = {
 
 # The health check's checks (`health.CHECK_IDS`) by name; the id itself is shown beside it.
 CHECK_LABELS = {
-    "database": _lazy("Database"),
-    "vector_index": _lazy("Vector index"),
-    "embedding": _lazy("Embedding model"),
-    "write": _lazy("Writing a memory"),
-    "search": _lazy("Search stays in its space"),
-    "list": _lazy("Lists stay in their space"),
-    "get": _lazy("Reading by id stays in its space"),
-    "recall": _lazy("Recall stays in its space"),
-    "inject": _lazy("Injection stays in its space"),
-    "export": _lazy("Export stays in its space"),
-    "delete": _lazy("Deleting by a space's filter"),
-    "cleanup": _lazy("Probe cleanup"),
-    "index_drift": _lazy("Index matches the database"),
-    "index_backlog": _lazy("Vectors waiting for the index"),
-    "audit_chain": _lazy("Audit chain"),
-    "row_integrity": _lazy("Rows unchanged outside memconsole"),
-    "encryption": _lazy("Encryption at rest"),
-    "erasure": _lazy("Unfinished erasures"),
+    "database": gettext_lazy("Database"),
+    "vector_index": gettext_lazy("Vector index"),
+    "embedding": gettext_lazy("Embedding model"),
+    "write": gettext_lazy("Writing a memory"),
+    "search": gettext_lazy("Search stays in its space"),
+    "list": gettext_lazy("Lists stay in their space"),
+    "get": gettext_lazy("Reading by id stays in its space"),
+    "recall": gettext_lazy("Recall stays in its space"),
+    "inject": gettext_lazy("Injection stays in its space"),
+    "export": gettext_lazy("Export stays in its space"),
+    "delete": gettext_lazy("Deleting by a space's filter"),
+    "cleanup": gettext_lazy("Probe cleanup"),
+    "index_drift": gettext_lazy("Index matches the database"),
+    "index_backlog": gettext_lazy("Vectors waiting for the index"),
+    "audit_chain": gettext_lazy("Audit chain"),
+    "row_integrity": gettext_lazy("Rows unchanged outside memconsole"),
+    "encryption": gettext_lazy("Encryption at rest"),
+    "erasure": gettext_lazy("Unfinished erasures"),
 }
 
 
