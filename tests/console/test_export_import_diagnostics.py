@@ -191,6 +191,8 @@ def test_it_shows_the_health_check_in_the_readers_language(operator_client, url,
     page = operator_client.get(url("diagnostics"), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
     assert "数据库" in page and "可访问且已迁移" in page and "没有未完成的擦除" in page
     assert "每个金丝雀记忆空间的列表只显示它自己的金丝雀" in page
+    assert "审计链验证通过" in page and "没有等待写入索引的向量" in page  # found in English by a crawl
+    assert "the audit chain verifies" not in page and "no vector is waiting" not in page
     assert "is reachable and migrated" not in page and "no erasure is unfinished" not in page
     english = operator_client.get(url("diagnostics")).content.decode()
     assert "is reachable and migrated" in english and "Unfinished erasures" in english

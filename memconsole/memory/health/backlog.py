@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from django.conf import settings
+from django.utils.translation import gettext_noop
 
 from .. import indexer, pending
+from ..wording import said
 from .result import OK, WARN, Check
 
 # Waiting longer than this many times the configured delay (and at least a minute) means nothing drains it.
@@ -32,4 +34,9 @@ def check_index_backlog() -> Check:
             f"Check that {who} runs and that the vector index is reachable (see the vector_index check); "
             "`python manage.py reindex` writes them now.",
         )
+    if not waiting.count:  # the usual answer, in the reader's language in the console
+        idle = gettext_noop(
+            "no vector is waiting for the index (MEMCONSOLE_INDEXER=%(mode)s, MEMCONSOLE_INDEX_DELAY_MS=%(delay)s)"
+        )
+        return Check("index_backlog", OK, said(idle, mode=mode, delay=settings.MEMCONSOLE_INDEX_DELAY_MS))
     return Check("index_backlog", OK, detail)

@@ -105,12 +105,18 @@ def check_audit_chain() -> Check:
         if report.checked:
             InstallState.note_audit_key(audit.key_id())  # the key every entry verified with
             checkpoints.take()  # anchors the heads just verified (nothing when none moved)
+        chains = said(
+            gettext_noop("%(n)s chain") if report.chains == 1 else gettext_noop("%(n)s chains"), n=report.chains
+        )
+        anchors = report.checkpoints
+        checkpoints_said = said(
+            gettext_noop("%(n)s checkpoint") if anchors == 1 else gettext_noop("%(n)s checkpoints"), n=anchors
+        )
+        verifies = gettext_noop(
+            "the audit chain verifies: %(entries)s entries in %(chains)s, anchored by %(checkpoints)s"
+        )
         return Check(
-            "audit_chain",
-            OK,
-            f"the audit chain verifies: {report.checked} entries in {report.chains} "
-            f"{'chain' if report.chains == 1 else 'chains'}, anchored by {report.checkpoints} "
-            f"{'checkpoint' if report.checkpoints == 1 else 'checkpoints'}",
+            "audit_chain", OK, said(verifies, entries=report.checked, chains=chains, checkpoints=checkpoints_said)
         )
     if key_check := _key_problem(report):
         return key_check
@@ -132,6 +138,12 @@ def check_row_integrity() -> Check:
     report = tamper.check_rows()
     if not report.ok:
         return Check("row_integrity", ERROR, report.summary(), ROW_FIX)
+    if not report.unrecorded and not report.unreadable:
+        intact = gettext_noop(
+            "%(episodes)s episodes and %(profiles)s profiles checked against the audit chain: "
+            "none was changed outside memconsole"
+        )
+        return Check("row_integrity", OK, said(intact, episodes=report.episodes, profiles=report.profiles))
     detail = f"{report.summary()}: none was changed outside memconsole"
     if report.unrecorded:
         detail += (
