@@ -104,7 +104,7 @@ def test_it_filters_the_global_audit_log_and_shows_a_readable_diff(console: Cons
     row.get_by_text("Before and after", exact=True).click()
     diff = row.locator("dl.audit-diff")
     expect(diff).to_be_visible()
-    expect(diff.locator(".diff-row").first).to_contain_text("name")  # the field a person reads first
+    expect(diff.locator(".diff-row").first).to_contain_text("Name")  # the field a person reads first, by its label
     expect(diff.locator(".diff-row").first).to_contain_text("added")  # the change said in words
     assert row.locator("details.raw-json pre").first.is_hidden()  # the JSON only on request
     console.screenshot("audit_all")
