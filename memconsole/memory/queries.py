@@ -414,10 +414,10 @@ def audit_page(
     return keyset_page(filters.apply(rows), "id", cursor, limit)
 
 
-def batch_sizes(batch_ids: Iterable[str]) -> dict[str, int]:
-    """{batch_id: number of audit entries} of these bulk-action batches (`audit.batch()`)."""
+def batch_sizes(batch_ids: Iterable[str], keys: ScopeKeys | None = None) -> dict[str, int]:
+    """{batch_id: its audit entries} (`audit.batch()`), in the chat's own list when `keys` is given."""
     ids = {batch_id for batch_id in batch_ids if batch_id}
-    rows = AuditEntry.objects.filter(batch_id__in=ids).values_list("batch_id")
+    rows = (scope_audit_entries(keys) if keys else AuditEntry.objects).filter(batch_id__in=ids).values_list("batch_id")
     return dict(rows.annotate(n=Count("id")).values_list("batch_id", "n"))
 
 

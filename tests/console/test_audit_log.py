@@ -128,8 +128,8 @@ def test_it_shows_before_and_after_as_a_readable_diff(viewer_client, world, keys
     profiles.update_profile(keys, system, "session", add_traits=["patient"])
     page = audit_page(viewer_client, {"operation": "archive"})
     assert '<dl class="audit-diff">' in page and '<span title="status">Status</span>' in page
-    assert '<pre class="diff-value diff-old">active</pre>' in page
-    assert '<pre class="diff-value diff-new">archived</pre>' in page
+    assert '<pre class="diff-value diff-old">Active</pre>' in page  # a status by its name in the console
+    assert '<pre class="diff-value diff-new">Archived</pre>' in page
     page = audit_page(viewer_client, {"operation": "profile_update"})
     assert '<li class="diff-added">' in page and "patient</li>" in page
     assert "Unchanged:" in page
@@ -139,6 +139,7 @@ def test_it_names_the_fields_of_a_diff_in_the_readers_language(viewer_client, wo
     profiles.update_profile(keys, system, "session", add_traits=["patient"])
     page = audit_page(viewer_client, {"operation": "archive"}, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert '<span title="status">状态</span>' in page and "<code>status</code>" not in page
+    assert '<pre class="diff-value diff-new">已归档</pre>' in page  # the value too, not "archived"
     page = audit_page(viewer_client, {"operation": "profile_update"}, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert '<span title="traits">特征</span>' in page
     unchanged = page.split("未变化：")[1].split("</p>")[0]

@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from memconsole.memory import audit, bulk
-from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts
+from memconsole.memory import audit, bulk, episodes
+from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Scope
+from memconsole.memory.scopes import derive_scope
 from tests.factories import plain_episodes
 
 from .conftest import htmx
@@ -125,3 +126,22 @@ def test_a_speaker_typed_as_a_name_selects_the_same_rows_as_the_list(operator_cl
     plain_episodes(keys, 4, sender_id="u8", sender_name="Quentin", start=300)
     html = page_text(post_matching(operator_client, url, light_scope, "archive", "sender=Quentin"))
     assert "4 episodes match; 4 will be archived." in html
+
+
+def test_a_bot_wide_bulk_action_counts_this_chats_part_on_its_audit_tab(admin_client_, url, system):
+    """Found by a user: in a bot-isolated space the link promised the whole batch (77) and showed
+    this chat's 22. The count is what the link shows."""
+    first, second = derive_scope("bot-a", "group_1", "bot"), derive_scope("bot-a", "group_2", "bot")
+    made = [
+        episodes.remember(space, system, f"note {n}", sender_id="u1").episode
+        for n in range(3)
+        for space in (first, second)
+    ]
+    mine = sum(1 for episode in made if episode.scope_key == first.scope_key)
+    with audit.batch():
+        episodes.archive(first, system, [episode.episode_id for episode in made])
+    scope = Scope.objects.get(scope_key=first.scope_key, isolation="bot")
+
+    page = page_text(admin_client_.get(url("audit", scope.pk)))
+
+    assert f"One bulk action of {mine} entries: show them all" in page

@@ -121,7 +121,7 @@ def test_it_explains_a_conflict_in_the_language_of_the_request(operator_client, 
         and "再次保存我的编辑" in chinese.content.decode()
     )
     spanish = operator_client.post(edit, {**EDIT, "version": "1"}, HTTP_ACCEPT_LANGUAGE="es")
-    assert "Sus cambios de la versión 1 a la versión 2:" in spanish.content.decode()
+    assert "Los cambios de la otra persona de la versión 1 a la versión 2:" in spanish.content.decode()
 
 
 def test_saving_again_after_a_conflict_keeps_their_change_to_fields_i_left_alone(

@@ -119,9 +119,11 @@ def test_it_runs_health_and_reindex_jobs(operator_client, admin_client_):
     reindex.refresh_from_db()
     assert health.status == reindex.status == jobs.SUCCEEDED
     assert HealthRun.objects.count() == 1 and health.report["status"] in {"OK", "WARN", "ERROR"}
-    assert "summary" in reindex.report
+    assert "summary" in reindex.report and reindex.report["drift"] == 0
     page = operator_client.get(reverse("console:job", args=[reindex.pk])).content.decode()
-    assert reindex.report["summary"] in page
+    assert "vectors checked: the index matches the database." in page  # said in the reader's language
+    chinese = operator_client.get(reverse("console:job", args=[reindex.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "索引与数据库一致" in chinese.content.decode()
 
 
 def test_it_erases_as_a_job_and_forgets_the_speaker_id(admin_client_, keys, system):

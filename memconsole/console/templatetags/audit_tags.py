@@ -13,6 +13,7 @@ from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 
 from memconsole.memory import audit, roles, wording
+from memconsole.memory.statuses import Status
 from memconsole.memory.validation import is_episode_id
 
 from ..diffs import FIELD_LABELS, Diff, audit_diff
@@ -35,6 +36,14 @@ def field_label(name: Any) -> SafeString:
     if label is None:
         return format_html("<code>{}</code>", name)
     return format_html('<span title="{}">{}</span>', name, label)
+
+
+@register.filter
+def field_value(value: Any, name: Any) -> Any:
+    """A recorded value as the console says it: a status by its translated name, the rest as recorded."""
+    if name == "status" and value in Status.values:
+        return Status(value).label
+    return value
 
 
 @register.filter

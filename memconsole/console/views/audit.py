@@ -67,7 +67,7 @@ def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[s
     page = queries.audit_page(keys, data.get("cursor"), AUDIT_PER_PAGE, filters=filters, viewer=request.actor)
     queries.attach_spaces(page.items, request.actor)
     if not filters.batch:
-        _fold_batches(page.items)
+        _fold_batches(page.items, keys)
     context = {
         "form": form,
         "page": page,
@@ -80,10 +80,10 @@ def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[s
     return context, 200
 
 
-def _fold_batches(entries: list[Any]) -> None:
+def _fold_batches(entries: list[Any], keys: ScopeKeys | None) -> None:
     """Show a bulk action as one row: the first of a run of entries sharing a batch id carries
-    `batch_size` (the whole batch's, linked to the batch alone), the others `batch_folded`."""
-    sizes = queries.batch_sizes(entry.batch_id for entry in entries)
+    `batch_size` (the batch's in the list shown, linked to the batch alone), the others `batch_folded`."""
+    sizes = queries.batch_sizes((entry.batch_id for entry in entries), keys)
     previous = ""
     for entry in entries:
         entry.batch_folded = bool(entry.batch_id) and entry.batch_id == previous
