@@ -13,8 +13,11 @@ import contextlib
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
+
+from gunicorn.http import errors as gunicorn_http_errors
 
 from memconsole import gunicorn_errors
 
@@ -133,6 +136,42 @@ def pre_request(worker: Any, req: Any) -> None:  # gunicorn hook, in the worker 
     length = next((value for name, value in req.headers if name == "CONTENT-LENGTH"), "")
     if length.isdigit() and int(length) > UNREAD_BODY_DRAIN:
         req.must_close = True
+
+
+# What is left of a body the application refused unread is read to its end before the connection
+# closes: closing a socket with unread bytes sends a TCP reset, and a sender still writing the body
+# (nginx, which sends the whole request before it reads the answer) fails its write and never reads
+# the answer (nginx answers 502 instead of the 413). Bounded: more than nginx lets through
+# (client_max_body_size in deploy/nginx.conf), for at most a few seconds.
+REFUSED_BODY_DRAIN_BYTES = 80 * 1024 * 1024
+REFUSED_BODY_DRAIN_SECONDS = 5.0
+
+
+def post_request(worker: Any, req: Any, environ: Any, resp: Any) -> None:  # gunicorn hook, after the answer
+    """Read the rest of a body the application did not read, within the bounds above."""
+    body = getattr(req, "body", None)
+    sock = getattr(getattr(req, "unreader", None), "sock", None)
+    if body is None or sock is None:
+        return
+    deadline = time.monotonic() + REFUSED_BODY_DRAIN_SECONDS
+    prior_timeout = sock.gettimeout()
+    drained = 0
+    try:
+        while drained < REFUSED_BODY_DRAIN_BYTES:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            sock.settimeout(remaining)
+            data = body.read(64 * 1024)
+            if not data:
+                break
+            drained += len(data)
+    except (OSError, gunicorn_http_errors.ParseException) as error:  # NoMoreData is an OSError
+        # The client went away or sent a broken body after its answer: nothing is left to answer.
+        worker.log.debug("Stopped reading an unread request body: %r", error)
+    finally:
+        with contextlib.suppress(OSError):
+            sock.settimeout(prior_timeout)
 
 
 def post_worker_init(worker: Any) -> None:  # gunicorn hook, in each worker once the app is loaded

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import http.client
 import json
+import select
 import signal
+import socket
 import subprocess
 import time
 
@@ -101,5 +103,33 @@ def test_a_refused_large_body_closes_the_connection_and_the_client_goes_on(tmp_p
             assert answer.status == 200 and answer.getheader("Connection") != "close"
             answer.read()
         connection.close()
+    finally:
+        server.stop()
+
+
+def test_a_refused_body_still_being_sent_is_read_to_its_end_and_the_answer_kept(tmp_path):
+    """nginx goes on sending a request's body after the answer came: a body refused unread (413 by
+    its size, 401) is read to its end before the connection closes. Closing a socket with unread
+    bytes sends a TCP reset, and the sender's next write fails; nginx then answers 502 instead of
+    the refusal (it read only gunicorn's own 64 KiB before)."""
+    server = Gunicorn.start(clean_env(tmp_path), tmp_path / "gunicorn.log")
+    try:
+        server.wait_ready(workers=1)
+        body = json.dumps({"bot_uuid": "b", "session_name": "s", "content": "x" * 3_000_000}).encode()
+        head = (
+            f"POST /api/v1/remember HTTP/1.1\r\nHost: {LOOPBACK}\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer mc_not_a_token\r\nContent-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        for _ in range(2):
+            with socket.create_connection((LOOPBACK, server.port), timeout=30) as sock:
+                sock.sendall(head + body[:100_000])
+                readable, _, _ = select.select([sock], [], [], 30)
+                assert readable, "no answer to a refused body"
+                time.sleep(0.3)  # the server has answered and drained what it drains by itself
+                sock.sendall(body[100_000:])  # the rest, as a proxy sends it (a reset fails this)
+                response = http.client.HTTPResponse(sock)
+                response.begin()
+                assert response.status in (401, 413), response.status
+                assert json.loads(response.read())["error"]["code"]
     finally:
         server.stop()
