@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gunicorn import util  # type: ignore[import-untyped]
+from gunicorn import util
 
 # The `code` of each refusal, by status (named as memconsole/api/errors.py names its codes).
 ERROR_CODES = {
