@@ -27,8 +27,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import struct
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import closing
 from pathlib import Path
@@ -196,3 +198,31 @@ def finish_rename(client: Any, temp_name: str, name: str) -> int:
         raise
     scrub_and_rename(client, temp, name)
     return int(temp.count())
+
+
+def compact(root: Path) -> dict[str, Any]:
+    """Remove what embedded Chroma under `root` keeps of deleted data: a dropped collection leaves
+    its HNSW segment folder behind (removed when no segment names it), and deleted rows stay in free
+    pages of chroma.sqlite3 (embedding metadata and queued vectors: the file is vacuumed)."""
+    database = root / "chroma.sqlite3"
+    if not database.exists():
+        return {"compacted": True, "removed_folders": 0}
+    with closing(sqlite3.connect(database, timeout=LOCK_TIMEOUT)) as connection:
+        live = {row[0] for row in connection.execute("SELECT id FROM segments")}
+    removed = 0
+    for path in root.iterdir():
+        if path.is_dir() and path.name not in live and _looks_like_segment(path.name):
+            shutil.rmtree(path)
+            removed += 1
+    with closing(sqlite3.connect(database, timeout=LOCK_TIMEOUT, isolation_level=None)) as connection:
+        connection.execute("VACUUM")
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return {"compacted": True, "removed_folders": removed}
+
+
+def _looks_like_segment(name: str) -> bool:
+    try:
+        uuid.UUID(name)
+    except ValueError:
+        return False
+    return True

@@ -1,15 +1,19 @@
-"""Finding what the vector index keeps of one person, for erasure (memory/erasure_index.py).
+"""Finding what the vector index keeps of one person, and rebuilding the collections that kept it,
+for erasure (memory/erasure_index.py).
 
 A vector's metadata carries its sender id: live vectors are found through Chroma's API (on a
 server too); deleted ones, whose adds stay in embedded Chroma's log, through its files
-(chromafiles.py). Kept beside vectors.py, which does the writing.
+(chromafiles.py). A collection is purged by copying its live vectors into a new one
+(`rebuild_collection`). Kept beside vectors.py, which does the everyday writing.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from . import chromafiles, vectors
+import numpy as np
+
+from . import chromafiles, vectors, vectorswitch
 
 
 def _memconsole_collections() -> list[Any]:
@@ -66,3 +70,55 @@ def hnsw_files_holding(user_keys: list[str], needles: list[bytes]) -> list[str]:
         and (folder := chromafiles.vector_segment_folder(root, str(c.id))) is not None
     ]
     return chromafiles.files_holding(folders, needles)
+
+
+def rebuild_collection(user_key: str, batch: int = 2000) -> int:
+    """Copy `user_key`'s vectors into a fresh collection and drop the old one (erasure).
+
+    chromadb's delete only marks vectors deleted inside the HNSW files; a copy holds only the
+    live ones. Copies in batches into a temporary collection that is then renamed, so memory stays
+    flat. Returns how many vectors were kept. Follow with `vectors.compact_storage()` on embedded Chroma.
+    A model switch's staging copy (if any) is rebuilt too and its previous one dropped.
+    """
+    serving, staging, previous = vectorswitch.names(vectors.collection_name(user_key))
+    kept = _rebuild_named(serving, batch)
+    if vectors.call("read", vectorswitch.named, vectors.get_client(), staging) is not None:
+        _rebuild_named(staging, batch)  # (same temporary name as the serving one's: one after the other)
+    vectors.drop_collection(previous)
+    return kept
+
+
+def _rebuild_named(name: str, batch: int) -> int:
+    old = vectors.call("read", vectorswitch.named, vectors.get_client(), name)
+    temp_name = name[:40] + vectors.REBUILD_SUFFIX  # still a valid, memconsole-prefixed name of <= 63 characters
+    if old is None:  # dropped by a rebuild killed before its rename: finish it (erasure's resume)
+        return int(vectors.call("rename", chromafiles.finish_rename, vectors.get_client(), temp_name, name))
+    client = vectors.get_client()
+    vectors.drop_collection(temp_name)  # a leftover of an interrupted rebuild
+    metadata = dict(old.metadata or {})
+    temp = vectors.call(
+        "create",
+        client.create_collection,
+        temp_name,
+        embedding_function=None,
+        configuration={"hnsw": {"space": vectors.SPACE}},
+        metadata=metadata,
+    )
+    kept = 0
+    offset = 0
+    while True:
+        page = vectors.call("read", old.get, include=["embeddings", "metadatas"], limit=batch, offset=offset)
+        if not page["ids"]:
+            break
+        vectors.call(
+            "write",
+            temp.upsert,
+            ids=page["ids"],
+            embeddings=np.asarray(page["embeddings"], dtype=np.float32),
+            metadatas=page["metadatas"],
+        )
+        kept += len(page["ids"])
+        offset += len(page["ids"])
+    vectors.drop_collection(name)
+    vectors.call("rename", chromafiles.scrub_and_rename, client, temp, name)  # HNSW capacity written uninitialised
+    return kept

@@ -121,7 +121,7 @@ def purge(journal: ErasureJournal, *, sender_id: str | None = None, progress: Pr
             present = [i for i in vectors.all_ids(user_key) if i in ids]
             if present:
                 vectors.delete(user_key, present)
-            vectors.rebuild_collection(user_key)
+            vectorpurge.rebuild_collection(user_key)
             mark_current(user_key, journal.marked.pop(user_key))
             journal.user_keys = [uk for uk in journal.user_keys if uk != user_key]
             _save(journal, "user_keys", "marked")

@@ -45,6 +45,10 @@ KEPT, BELOW_FLOOR, CUT_BY_TOP_K = "kept", "below_floor", "cut_by_top_k"
 # nothing for irrelevant questions, and "What is my job?" then finds the asker's "I work as a pilot"
 # (relevance 0.27) instead of only another speaker's job (docs/benchmarks.md, round 9).
 ABOUT_FLOOR = 5 / 6
+# A speaker with at most this many episodes passing the filters is searched exactly: reading their
+# vectors by id costs ~25 µs each, and Chroma's HNSW search filtered by sender_id 20-60 ms in a
+# 30,000-episode scope (bench/recall_quality.py, docs/benchmarks.md); it is exact, too.
+EXACT_SPEAKER = 400
 SPEAKER_STAGE, SCOPE_STAGE, LEXICAL_STAGE, ID_STAGE = "speaker", "scope", "lexical", "episode_id"
 NAMED_STAGE = "named_speaker"  # the episodes of a speaker the question names, searched first too
 
@@ -266,23 +270,30 @@ class _Pool:
         """
         stage = stage or (SPEAKER_STAGE if speaker else SCOPE_STAGE)
         base = found.index_where()
+        episodes = found.episodes()
+        own: list[str] | None = None  # the speaker's episode ids, when few enough to search exactly
         if speaker:
             clause = {"sender_id": speaker}
             passes: list[tuple[int, dict[str, Any] | None]] = [
                 (fetch, {"$and": [*base["$and"], clause]} if base else clause)
             ]
+            ids = list(episodes.filter(sender_id=speaker).values_list("episode_id", flat=True)[: EXACT_SPEAKER + 1])
+            own = ids if len(ids) <= EXACT_SPEAKER else None
         else:
             passes = [(fetch, None), (1000, None)]
             if base:
                 passes.append((fetch, base))
-        episodes = found.episodes()
         # Read-your-writes: the scope's episodes not indexed yet, searched exactly (memory/pending.py).
         waiting = pending.nearest(
             keys.user_key, model_id, vector, episodes.filter(sender_id=speaker) if speaker else episodes
         )
         self.similarities.update({h.episode_id: h.similarity for h in waiting if h.episode_id not in self.similarities})
         for size, where in passes:
-            hits = pending.merge(vectors.query(keys.user_key, model_id, vector, size, where=where), waiting, size)
+            if own is not None:  # exact, over the rows that pass the filters in SQL
+                indexed = vectors.nearest_among(keys.user_key, model_id, vector, own, size)
+            else:
+                indexed = vectors.query(keys.user_key, model_id, vector, size, where=where)
+            hits = pending.merge(indexed, waiting, size)
             # The collection is the scope's own (vectors.query checks its owner); rows are
             # re-filtered by user_key in SQL, so no hit of another scope can surface.
             similarities = {h.episode_id: h.similarity for h in hits}

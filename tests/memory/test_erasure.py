@@ -17,7 +17,7 @@ from cryptography.fernet import Fernet
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from memconsole.lib import vectors
+from memconsole.lib import chromafiles, vectorpurge, vectors
 from memconsole.memory import audit, episodes, erasure, injection, paging, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
@@ -330,7 +330,7 @@ def test_it_reports_a_locked_index_database_while_compacting(world, system, sett
             locker.execute("ROLLBACK")
             locker.close()
 
-    monkeypatch.setattr(vectors, "COMPACT_LOCK_TIMEOUT", 0.2)
+    monkeypatch.setattr(chromafiles, "LOCK_TIMEOUT", 0.2)
     monkeypatch.setattr(vectors, "compact_storage", compact_while_another_process_holds_the_file)
 
     report = erasure.erase_subject("u1", actor=system)
@@ -342,14 +342,14 @@ def test_it_reports_a_locked_index_database_while_compacting(world, system, sett
 
 
 def test_it_marks_a_scopes_rows_not_current_while_its_collection_is_rebuilt(world, keys, system, monkeypatch):
-    real_rebuild = vectors.rebuild_collection
+    real_rebuild = vectorpurge.rebuild_collection
     during: dict[str, set[bool]] = {}
 
     def watched(user_key, batch=2000):
         during[user_key] = set(Episode.objects.filter(user_key=user_key).values_list("vector_current", flat=True))
         return real_rebuild(user_key, batch)
 
-    monkeypatch.setattr(vectors, "rebuild_collection", watched)
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", watched)
 
     report = erasure.erase_subject("u1", actor=system)
 
@@ -363,7 +363,7 @@ def test_it_leaves_a_scope_to_reindex_when_its_collection_rebuild_fails(world, k
     def interrupted(user_key, batch=2000):
         raise vectors.VectorIndexError("the rebuild was interrupted")
 
-    monkeypatch.setattr(vectors, "rebuild_collection", interrupted)
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", interrupted)
 
     report = erasure.erase_subject("u1", actor=system)
 

@@ -52,7 +52,7 @@ def _interrupted(user_key, batch=2000):
 
 def test_it_journals_an_unfinished_erasure_and_finishes_it_when_run_again(people, keys, system, monkeypatch):
     bob_ids = {people[3].episode_id}
-    monkeypatch.setattr(vectors, "rebuild_collection", _interrupted)
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", _interrupted)
 
     first = erasure.erase_subject(SUBJECT, actor=system)
 
@@ -86,7 +86,7 @@ def test_it_journals_an_unfinished_erasure_and_finishes_it_when_run_again(people
 
 
 def test_it_finishes_every_unfinished_erasure_from_the_command_line(people, keys, system, monkeypatch, capsys):
-    monkeypatch.setattr(vectors, "rebuild_collection", _interrupted)
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", _interrupted)
     with pytest.raises(CommandError, match="run the same erasure again"):
         call_command("erase_subject", "--sender-id", SUBJECT)
     monkeypatch.undo()
@@ -106,7 +106,7 @@ def test_it_finishes_every_unfinished_erasure_from_the_command_line(people, keys
 
 
 def test_it_resumes_from_the_first_collection_not_rebuilt(people, keys, other_keys, system, monkeypatch):
-    real = vectors.rebuild_collection
+    real = vectorpurge.rebuild_collection
     rebuilt: list[str] = []
 
     def second_one_dies(user_key, batch=2000):
@@ -115,7 +115,7 @@ def test_it_resumes_from_the_first_collection_not_rebuilt(people, keys, other_ke
         rebuilt.append(user_key)
         return real(user_key, batch)
 
-    monkeypatch.setattr(vectors, "rebuild_collection", second_one_dies)
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", second_one_dies)
     erasure.erase_subject(SUBJECT, actor=system)
     journal = ErasureJournal.objects.get()
     assert rebuilt == [keys.user_key] and journal.user_keys == [left := other_keys.user_key]
@@ -123,7 +123,7 @@ def test_it_resumes_from_the_first_collection_not_rebuilt(people, keys, other_ke
 
     monkeypatch.undo()
     calls: list[str] = []
-    monkeypatch.setattr(vectors, "rebuild_collection", lambda uk, batch=2000: calls.append(uk) or real(uk, batch))
+    monkeypatch.setattr(vectorpurge, "rebuild_collection", lambda uk, batch=2000: calls.append(uk) or real(uk, batch))
     report = erasure.erase_subject(SUBJECT, actor=system)
 
     assert calls == [left] and report.vector_index["ok"], report.vector_index
@@ -201,7 +201,7 @@ def test_it_finishes_a_rebuild_killed_between_dropping_the_collection_and_renami
     client.delete_collection(name)  # the kill came here, before the rename
     vectors.reset_client()
 
-    kept = vectors.rebuild_collection(keys.user_key)
+    kept = vectorpurge.rebuild_collection(keys.user_key)
 
     assert kept == 3
     assert sorted(vectors.all_ids(keys.user_key)) == sorted(e.episode_id for e in made)
