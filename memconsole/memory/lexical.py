@@ -32,6 +32,7 @@ import functools
 import hashlib
 import math
 import re
+import time
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -277,17 +278,49 @@ def stale_scopes(sample: int = 50) -> list[str]:
     """Scopes (of a sample) whose entries were made with another key: their ALL token is absent."""
     user_keys = list(Episode.objects.values_list("user_key", flat=True).distinct()[:sample])
     return [
-        user_key
-        for user_key in user_keys
-        if _frequencies([token(user_key, ALL_TERM)]).get(token(user_key, ALL_TERM), 0) == 0
+        user_key for user_key in user_keys if not _count([token(user_key, ALL_TERM)]).get(token(user_key, ALL_TERM))
     ]
 
 
 # --- searching -----------------------------------------------------------------------------------
 
 
-def _frequencies(tokens: list[str]) -> dict[str, int]:
-    """Document frequency of each token (tokens are scope-keyed, so these are within one scope)."""
+# Counting a term's documents reads its whole posting list (fts5vocab on SQLite, the GIN index on
+# PostgreSQL): ~0.3 ms for a trigram in 15,000 episodes, most of a query's lexical cost in a large
+# scope, and a common term's idf barely moves. So the counts of common terms (in at least COMMON_DF
+# episodes) are kept for COMMON_DF_SECONDS, and used while the scope's size is within 1% of what it
+# was when they were counted. A rarer term, the kind candidates are looked up by, is always counted
+# afresh: a new episode's words are found at once (docs/benchmarks.md, recall quality round 13).
+COMMON_DF = 1000
+COMMON_DF_SECONDS = 60.0
+COMMON_DF_ENTRIES = 100_000
+common_counts: dict[str, tuple[int, int, float]] = {}  # token -> (document frequency, scope size, when counted)
+
+
+def _frequencies(tokens: list[str], everything: str) -> dict[str, int]:
+    """Document frequency of each token and of `everything` (the scope's size; tokens are
+    scope-keyed, so these are within one scope), common terms' from the cache above. One statement,
+    and a second only when the scope's size has moved since a kept count."""
+    now = time.monotonic()
+    kept = {
+        tok: entry
+        for tok in tokens
+        if (entry := common_counts.get(tok)) is not None and now - entry[2] <= COMMON_DF_SECONDS
+    }
+    counted = _count([everything, *(tok for tok in tokens if tok not in kept)])
+    n = counted[everything]
+    moved = [tok for tok, (_, size, _) in kept.items() if abs(size - n) > n / 100]
+    counted.update(_count(moved))
+    if len(common_counts) > COMMON_DF_ENTRIES:
+        common_counts.clear()
+    for tok, df in counted.items():
+        if df >= COMMON_DF and tok != everything:
+            common_counts[tok] = (df, n, now)
+    return {**{tok: entry[0] for tok, entry in kept.items()}, **counted}
+
+
+def _count(tokens: list[str]) -> dict[str, int]:
+    """Document frequency of each token, counted in the index."""
     if not tokens:
         return {}
     with connection.cursor() as cursor:
@@ -325,13 +358,14 @@ class LexicalQuery:
         content = query_terms(text)
         tokens = {t: token(user_key, t) for t in plain}
         everything = token(user_key, ALL_TERM)
-        df = _frequencies([*tokens.values(), everything])
-        n = df.get(everything, 0)
+        counted = _frequencies(list(tokens.values()), everything)
+        n = counted[everything]
+        df = {tok: min(counted.get(tok, 0), n) for tok in tokens.values()}  # a cached count never exceeds n
         weights = {}
         for t, tok in tokens.items():
-            idf = math.log(1 + (n - df.get(tok, 0) + 0.5) / (df.get(tok, 0) + 0.5))
+            idf = math.log(1 + (n - df[tok] + 0.5) / (df[tok] + 0.5))
             weights[t] = idf if t in content else min(idf, FUNCTION_WORD_IDF)
-        frequencies = {t: df.get(tok, 0) for t, tok in tokens.items()}
+        frequencies = {t: df[tok] for t, tok in tokens.items()}
         return cls(user_key, weights, tokens, n, frequencies, frozenset(plain) - content)
 
     def score(self, document: str) -> float:

@@ -13,6 +13,7 @@ stores them); `recall` returns the hits.
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,24 +210,18 @@ class _Pool:
     def gather(cls, keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter, speaker: str) -> _Pool:
         embedder = embeddings.get_embedder()
         use_vectors = not embedder.is_fallback  # without a model, the lexical index is the search
+        soon: Future[np.ndarray] | None = None
+        model_id = ""
+        if use_vectors:
+            # During a model switch, the model the scope's index still holds (reembed.py). The query is
+            # embedded on another thread while the lexical stages read the database (it needs neither).
+            model_id, embed = reembed.query_embedder(keys.user_key)
+            soon = embeddings.in_background(embed, [query])
         pool = cls({}, {}, {}, LexicalQuery.build(keys.user_key, query), use_vectors)
         episodes = found.episodes()
         # A speaker the question names (by their sender_name) is searched first like the asker.
         named = ranking.named_speakers(query, queries.known_speakers(keys), exclude=speaker)
         pool.named = [i for i in named if found.sender_id in ("", i)]
-        vector = None
-        if use_vectors:
-            # During a model switch, the model the scope's index still holds (reembed.py).
-            model_id, vector = reembed.query_vector(keys.user_key, query)
-            spec = embeddings.spec_for_model_id(model_id)
-            english_only = bool(spec and spec.english_only)
-            spanish = english_only and reads_as_spanish(query)
-            pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
-            if speaker and found.sender_id in ("", speaker):
-                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
-            for sender_id in pool.named:
-                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
-            pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
         # The lexical stages: the speaker's own episodes, then the scope's.
         fetch = max(10, top_k * 3)
         lexical_pks: dict[int, str] = {}
@@ -237,6 +232,18 @@ class _Pool:
                 lexical_pks.setdefault(pk, SPEAKER_STAGE)
         for pk in pool.lexical.candidates(fetch):
             lexical_pks.setdefault(pk, LEXICAL_STAGE)
+        vector = None
+        if soon is not None:
+            vector = soon.result()[0]
+            spec = embeddings.spec_for_model_id(model_id)
+            english_only = bool(spec and spec.english_only)
+            spanish = english_only and reads_as_spanish(query)
+            pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
+            if speaker and found.sender_id in ("", speaker):
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
+            for sender_id in pool.named:
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
+            pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
         known = {row.pk for row in pool.rows.values()}
         new = [pk for pk in lexical_pks if pk not in known]
         if new:
@@ -249,7 +256,7 @@ class _Pool:
         for token in set(EPISODE_ID_IN_TEXT.findall(query.lower())) - set(pool.rows):
             pool._add(episodes.filter(episode_id=token), ID_STAGE)
         if vector is not None:
-            pool._similarities_for_lexical_only(keys, vector)
+            pool._similarities_for_lexical_only(keys, model_id, vector)
         return pool
 
     def _vector_stage(
@@ -318,14 +325,16 @@ class _Pool:
             if stage:
                 self._stage(row.episode_id, stage)
 
-    def _similarities_for_lexical_only(self, keys: ScopeKeys, vector: np.ndarray) -> None:
+    def _similarities_for_lexical_only(self, keys: ScopeKeys, model_id: str, vector: np.ndarray) -> None:
+        """The vector similarity of candidates found only lexically (0 for one with no vector), read
+        from the collection holding the query's model (its cached handle: no lookup per recall)."""
         missing = [i for i in self.rows if i not in self.similarities]
         if not missing:
             return
-        stored = vectors.get(keys.user_key, missing, include_embeddings=True)
+        found = vectors.nearest_among(keys.user_key, model_id, vector, missing, len(missing))
+        similarities = {hit.episode_id: hit.similarity for hit in found}
         for episode_id in missing:
-            found = stored.get(episode_id)
-            self.similarities[episode_id] = float(np.dot(found["embedding"], vector)) if found else 0.0
+            self.similarities[episode_id] = similarities.get(episode_id, 0.0)
 
     def ranked(self, query: str, speaker: str, floor: float, top_k: int) -> list[Candidate]:
         """Every candidate, best first, each marked kept, below_floor or cut_by_top_k."""
