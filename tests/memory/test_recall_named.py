@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memconsole.memory import episodes, injection, lexical, ranking, retrieval
+from memconsole.memory import episodes, injection, lexical, profiles, queries, ranking, retrieval
 
 pytestmark = pytest.mark.django_db
 
@@ -140,3 +140,15 @@ def test_spanish_first_person_verbs_are_read_on_the_text_as_typed():
     assert not ranking.is_first_person(prefix + "¿qué como hoy, Sam?")
     assert ranking.is_first_person(prefix + "¿Qué como hoy?")
     assert ranking.is_first_person("¿EN QUÉ TRABAJO?")
+
+
+def test_known_speakers_are_named_by_the_newest_name_they_gave(keys, system):
+    """Each speaker once, with the newest non-empty name of the scope's newest episodes; a speaker
+    with only a profile is known by id alone."""
+    episodes.remember(keys, system, "first", sender_id="u1", sender_name="Sam")
+    episodes.remember(keys, system, "second", sender_id="u1", sender_name="Samuel")
+    episodes.remember(keys, system, "third", sender_id="u1", sender_name="")
+    episodes.remember(keys, system, "fourth", sender_id="u2", sender_name="Lucía")
+    profiles.update_profile(keys, system, "speaker", sender_id="u3", name="Pat")
+
+    assert queries.known_speakers(keys) == [("u1", "Samuel"), ("u2", "Lucía"), ("u3", "")]
