@@ -236,6 +236,8 @@ class _Pool:
                 lexical_pks.setdefault(pk, SPEAKER_STAGE)
         for pk in pool.lexical.candidates(fetch):
             lexical_pks.setdefault(pk, LEXICAL_STAGE)
+        if lexical_pks:  # their rows too, before the vector is waited for
+            pool._add(episodes.filter(pk__in=list(lexical_pks)), "")
         vector = None
         if soon is not None:
             vector, nearest = soon.result()
@@ -248,10 +250,6 @@ class _Pool:
             for sender_id in pool.named:
                 pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
             pool._vector_stage(keys, model_id, vector, found, top_k, scope_fetch, None, nearest=nearest)
-        known = {row.pk for row in pool.rows.values()}
-        new = [pk for pk in lexical_pks if pk not in known]
-        if new:
-            pool._add(episodes.filter(pk__in=new), "")
         for row in pool.rows.values():
             stage = lexical_pks.get(row.pk)
             if stage is not None:
