@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import select
 import signal
 import socket
 import subprocess
@@ -123,8 +122,7 @@ def test_a_refused_body_still_being_sent_is_read_to_its_end_and_the_answer_kept(
         for _ in range(2):
             with socket.create_connection((LOOPBACK, server.port), timeout=30) as sock:
                 sock.sendall(head + body[:100_000])
-                readable, _, _ = select.select([sock], [], [], 30)
-                assert readable, "no answer to a refused body"
+                assert sock.recv(1, socket.MSG_PEEK), "no answer to a refused body"  # waits for the answer
                 time.sleep(0.3)  # the server has answered and drained what it drains by itself
                 sock.sendall(body[100_000:])  # the rest, as a proxy sends it (a reset fails this)
                 response = http.client.HTTPResponse(sock)
