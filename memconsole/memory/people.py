@@ -9,15 +9,40 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 
 from .errors import Unavailable, unavailable_on_failure
 from .models import PROFILE_SPEAKER, Episode, Profile
-from .queries import known_speakers
 from .scopes import ScopeKeys
 
 MAX_MATCHES = 20
 PROFILE_SAMPLE = 500
+SPEAKER_SAMPLE = 500
+
+
+def known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
+    """(sender_id, sender_name) of those with a speaker profile and those behind the latest
+    episodes, by sender_id. Bounded on purpose (the newest SPEAKER_SAMPLE of each)."""
+    speakers: dict[str, str] = {}
+    newest = Episode.objects.in_scope(keys.user_key).order_by("-id").values("id", "sender_id", "sender_name")
+    inner, params = newest[:SPEAKER_SAMPLE].query.sql_with_params()
+    with connection.cursor() as cursor:  # each (id, name) once, newest first: recall pays for this read
+        cursor.execute(
+            f"SELECT sender_id, sender_name FROM ({inner}) AS recent GROUP BY sender_id, sender_name "
+            "ORDER BY max(id) DESC",
+            params,
+        )
+        recent = cursor.fetchall()
+    for sender_id, sender_name in recent:
+        if sender_id and not speakers.get(sender_id):  # the newest name they gave (a later nameless episode keeps it)
+            speakers[sender_id] = sender_name
+    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list(
+        "sender_id", flat=True
+    )
+    for sender_id in profiled[:SPEAKER_SAMPLE]:
+        speakers.setdefault(sender_id, "")
+    return sorted(speakers.items())
 
 
 @dataclass(frozen=True)
@@ -63,7 +88,7 @@ def _profile_names(scope_key: str, sender_ids: list[str] | None = None) -> dict[
 
 
 def scope_people(keys: ScopeKeys) -> list[Person]:
-    """The scope's known speakers (`queries.known_speakers`) with their names, a profile's name
+    """The scope's known speakers (`known_speakers`) with their names, a profile's name
     filling in for speakers whose episodes carry none; sorted by name, then id."""
     speakers = known_speakers(keys)
     missing = [sender_id for sender_id, name in speakers if not name]

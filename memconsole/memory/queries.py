@@ -40,7 +40,6 @@ from .scopes import GLOBAL_USER_KEY, RESERVED_BOT_UUID, ScopeKeys
 from .validation import MAX_IMPORTANCE, validate_list_limit
 
 # The speaker picker reads the newest episodes only, so a scope of millions costs the same.
-SPEAKER_SAMPLE = 500
 
 
 # --- scopes -------------------------------------------------------------------------------------
@@ -127,30 +126,6 @@ def scope_counts(keys: ScopeKeys) -> EpisodeCounts:
 
 
 # --- episodes -----------------------------------------------------------------------------------
-
-
-def known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
-    """(sender_id, sender_name) of those with a speaker profile and those behind the latest
-    episodes, by sender_id. Bounded on purpose (the newest SPEAKER_SAMPLE of each)."""
-    speakers: dict[str, str] = {}
-    newest = Episode.objects.in_scope(keys.user_key).order_by("-id").values("id", "sender_id", "sender_name")
-    inner, params = newest[:SPEAKER_SAMPLE].query.sql_with_params()
-    with connection.cursor() as cursor:  # each (id, name) once, newest first: recall pays for this read
-        cursor.execute(
-            f"SELECT sender_id, sender_name FROM ({inner}) AS recent GROUP BY sender_id, sender_name "
-            "ORDER BY max(id) DESC",
-            params,
-        )
-        recent = cursor.fetchall()
-    for sender_id, sender_name in recent:
-        if sender_id and not speakers.get(sender_id):  # the newest name they gave (a later nameless episode keeps it)
-            speakers[sender_id] = sender_name
-    profiled = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER).values_list(
-        "sender_id", flat=True
-    )
-    for sender_id in profiled[:SPEAKER_SAMPLE]:
-        speakers.setdefault(sender_id, "")
-    return sorted(speakers.items())
 
 
 def newer_versions(keys: ScopeKeys, episode: Episode, limit: int) -> list[Episode]:

@@ -25,7 +25,7 @@ from django.utils import timezone
 from memconsole.lib import embeddings, metrics, vectors
 from memconsole.lib.vectors import Hit as VectorHit
 
-from . import pending, queries, ranking, reembed
+from . import pending, people, ranking, reembed
 from .audit import Actor
 from .episode_extras import prefetch_metadata
 from .errors import unavailable_on_failure
@@ -224,7 +224,7 @@ class _Pool:
         pool = cls({}, {}, {}, LexicalQuery.build(keys.user_key, query), use_vectors)
         episodes = found.episodes()
         # A speaker the question names (by their sender_name) is searched first like the asker.
-        named = ranking.named_speakers(query, queries.known_speakers(keys), exclude=speaker)
+        named = ranking.named_speakers(query, people.known_speakers(keys), exclude=speaker)
         pool.named = [i for i in named if found.sender_id in ("", i)]
         # The lexical stages: the speaker's own episodes, then the scope's.
         fetch = max(10, top_k * 3)

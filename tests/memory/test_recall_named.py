@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from memconsole.memory import episodes, injection, lexical, profiles, queries, ranking, retrieval
+from memconsole.memory import episodes, injection, lexical, people, profiles, ranking, retrieval
 
 pytestmark = pytest.mark.django_db
 
@@ -151,4 +151,4 @@ def test_known_speakers_are_named_by_the_newest_name_they_gave(keys, system):
     episodes.remember(keys, system, "fourth", sender_id="u2", sender_name="Lucía")
     profiles.update_profile(keys, system, "speaker", sender_id="u3", name="Pat")
 
-    assert queries.known_speakers(keys) == [("u1", "Samuel"), ("u2", "Lucía"), ("u3", "")]
+    assert people.known_speakers(keys) == [("u1", "Samuel"), ("u2", "Lucía"), ("u3", "")]
