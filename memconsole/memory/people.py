@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import connection
 from django.db.models import Q, QuerySet
 
 from .errors import Unavailable, unavailable_on_failure
@@ -25,15 +24,9 @@ def known_speakers(keys: ScopeKeys) -> list[tuple[str, str]]:
     """(sender_id, sender_name) of those with a speaker profile and those behind the latest
     episodes, by sender_id. Bounded on purpose (the newest SPEAKER_SAMPLE of each)."""
     speakers: dict[str, str] = {}
-    newest = Episode.objects.in_scope(keys.user_key).order_by("-id").values("id", "sender_id", "sender_name")
-    inner, params = newest[:SPEAKER_SAMPLE].query.sql_with_params()
-    with connection.cursor() as cursor:  # each (id, name) once, newest first: recall pays for this read
-        cursor.execute(
-            f"SELECT sender_id, sender_name FROM ({inner}) AS recent GROUP BY sender_id, sender_name "
-            "ORDER BY max(id) DESC",
-            params,
-        )
-        recent = cursor.fetchall()
+    recent = (
+        Episode.objects.in_scope(keys.user_key).order_by("-id").values_list("sender_id", "sender_name")[:SPEAKER_SAMPLE]
+    )
     for sender_id, sender_name in recent:
         if sender_id and not speakers.get(sender_id):  # the newest name they gave (a later nameless episode keeps it)
             speakers[sender_id] = sender_name
