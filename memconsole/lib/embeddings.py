@@ -18,19 +18,15 @@ product working; its vectors are a different space, recorded as the model id "le
 
 from __future__ import annotations
 
-import contextvars
 import hashlib
 import logging
 import math
-import os
 import re
 import threading
 import unicodedata
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Literal
 
 import numpy as np
 import onnxruntime
@@ -40,7 +36,6 @@ from tokenizers import Tokenizer
 from . import embedbatch, metrics
 
 log = logging.getLogger("memconsole.embeddings")
-T = TypeVar("T")
 
 DIMENSIONS = 384  # every model of the registry, and the lexical fallback
 BATCH_SIZE = 32
@@ -338,25 +333,6 @@ def embed_query(texts: list[str]) -> np.ndarray:
 
 def current_model_id() -> str:
     return get_embedder().model_id
-
-
-BACKGROUND_THREADS = 4  # as many as gunicorn's threads (GUNICORN_THREADS): one recall each
-_pool: ThreadPoolExecutor | None = None
-_pool_pid = 0
-
-
-def in_background(work: Callable[..., T], *args: Any) -> Future[T]:
-    """`work(*args)` (an embedding, and what needs only its vector) on a thread of this process's
-    small pool, so that the caller does its database work meanwhile: the model call releases the
-    GIL, and on two cores the two overlap (recall, ~4 ms of its time). The caller's context
-    (tracing) goes with it; an error is raised by `result()`."""
-    global _pool, _pool_pid
-    with _lock:
-        if _pool is None or _pool_pid != os.getpid():  # a pool made before a fork has no threads here
-            _pool = ThreadPoolExecutor(max_workers=BACKGROUND_THREADS, thread_name_prefix="memconsole-embed")
-            _pool_pid = os.getpid()
-        pool = _pool
-    return pool.submit(contextvars.copy_context().run, work, *args)
 
 
 # --- the model an index was built with (a safe model switch, memconsole/memory/reembed.py) -------------

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -146,23 +145,16 @@ def serving_embedder(state: EmbeddingState) -> Any:
 def query_vector(user_key: str, text: str) -> tuple[str, np.ndarray]:
     """(model id, query vector) to search `user_key`'s index with: the configured model, or during
     a switch the model its serving collection still holds (while that model can be loaded)."""
-    model_id, embed = query_embedder(user_key)
-    return model_id, embed([text])[0]
-
-
-def query_embedder(user_key: str) -> tuple[str, Callable[[list[str]], np.ndarray]]:
-    """`query_vector` in two steps: (model id, what embeds queries for it). Choosing reads the
-    database and the index; the embedding reads neither, so it can run beside other work."""
     state = current()
     if state.switching:
         serving = vectors.collection_model(user_key)
         if serving not in (None, "", state.model_id):
             old = embeddings.embedder_for(serving, _folders(state, serving))
             if old is not None:
-                return serving, lambda texts: old.embed(texts, kind="query")
+                return serving, old.embed([text], kind="query")[0]
             # That model's files are gone: search what is re-embedded (its copy, made now if need be).
             vectors.upsert(user_key, state.model_id, [], np.zeros((0, embeddings.DIMENSIONS), dtype=np.float32), [])
-    return embeddings.current_model_id(), embeddings.embed_query
+    return embeddings.current_model_id(), embeddings.embed_query([text])[0]
 
 
 def write_serving(user_key: str, ids: list[str], texts: list[str], metadatas: list[dict[str, Any]]) -> None:

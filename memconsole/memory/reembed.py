@@ -246,10 +246,10 @@ def _background() -> None:
         connection.close()
 
 
-def query_embedder(user_key: str) -> tuple[str, Callable[[list[str]], np.ndarray]]:
-    """`modelswitch.query_embedder`, starting the background re-embedding on first need."""
+def query_vector(user_key: str, text: str) -> tuple[str, np.ndarray]:
+    """`modelswitch.query_vector`, starting the background re-embedding on first need."""
     ensure_running()
-    return modelswitch.query_embedder(user_key)
+    return modelswitch.query_vector(user_key, text)
 
 
 def banner() -> str:

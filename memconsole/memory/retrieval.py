@@ -13,8 +13,6 @@ stores them); `recall` returns the hits.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +21,6 @@ from django.conf import settings
 from django.utils import timezone
 
 from memconsole.lib import embeddings, metrics, vectors
-from memconsole.lib.vectors import Hit as VectorHit
 
 from . import pending, people, ranking, reembed
 from .audit import Actor
@@ -212,20 +209,24 @@ class _Pool:
     def gather(cls, keys: ScopeKeys, query: str, top_k: int, found: EpisodeFilter, speaker: str) -> _Pool:
         embedder = embeddings.get_embedder()
         use_vectors = not embedder.is_fallback  # without a model, the lexical index is the search
-        soon: Future[tuple[np.ndarray, list[VectorHit]]] | None = None
-        model_id = ""
-        scope_fetch = max(50, top_k * 5)
-        if use_vectors:
-            # During a model switch, the model the scope's index still holds (reembed.py). The query is
-            # embedded, and the scope's nearest vectors found, on another thread while the lexical
-            # stages read the database (neither needs it).
-            model_id, embed = reembed.query_embedder(keys.user_key)
-            soon = embeddings.in_background(_search_ahead, embed, keys.user_key, model_id, query, scope_fetch)
         pool = cls({}, {}, {}, LexicalQuery.build(keys.user_key, query), use_vectors)
         episodes = found.episodes()
         # A speaker the question names (by their sender_name) is searched first like the asker.
         named = ranking.named_speakers(query, people.known_speakers(keys), exclude=speaker)
         pool.named = [i for i in named if found.sender_id in ("", i)]
+        vector, model_id = None, ""
+        if use_vectors:
+            # During a model switch, the model the scope's index still holds (reembed.py).
+            model_id, vector = reembed.query_vector(keys.user_key, query)
+            spec = embeddings.spec_for_model_id(model_id)
+            english_only = bool(spec and spec.english_only)
+            spanish = english_only and reads_as_spanish(query)
+            pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
+            if speaker and found.sender_id in ("", speaker):
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
+            for sender_id in pool.named:
+                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
+            pool._vector_stage(keys, model_id, vector, found, top_k, max(50, top_k * 5), None)
         # The lexical stages: the speaker's own episodes, then the scope's.
         fetch = max(10, top_k * 3)
         lexical_pks: dict[int, str] = {}
@@ -236,20 +237,10 @@ class _Pool:
                 lexical_pks.setdefault(pk, SPEAKER_STAGE)
         for pk in pool.lexical.candidates(fetch):
             lexical_pks.setdefault(pk, LEXICAL_STAGE)
-        if lexical_pks:  # their rows too, before the vector is waited for
-            pool._add(episodes.filter(pk__in=list(lexical_pks)), "")
-        vector = None
-        if soon is not None:
-            vector, nearest = soon.result()
-            spec = embeddings.spec_for_model_id(model_id)
-            english_only = bool(spec and spec.english_only)
-            spanish = english_only and reads_as_spanish(query)
-            pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
-            if speaker and found.sender_id in ("", speaker):
-                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), speaker)
-            for sender_id in pool.named:
-                pool._vector_stage(keys, model_id, vector, found, top_k, max(20, top_k * 4), sender_id, NAMED_STAGE)
-            pool._vector_stage(keys, model_id, vector, found, top_k, scope_fetch, None, nearest=nearest)
+        known = {row.pk for row in pool.rows.values()}
+        new = [pk for pk in lexical_pks if pk not in known]
+        if new:
+            pool._add(episodes.filter(pk__in=new), "")
         for row in pool.rows.values():
             stage = lexical_pks.get(row.pk)
             if stage is not None:
@@ -271,13 +262,11 @@ class _Pool:
         fetch: int,
         speaker: str | None,
         stage: str = "",
-        nearest: list[VectorHit] | None = None,
     ) -> None:
         """The nearest vectors (the speaker's own when `speaker`), their rows passing the filter.
 
         Over-fetch so that re-ranking by recency and weights can lift a less similar episode. When
         the filters are so narrow that the nearest 1,000 hold too few matches, the index filters too.
-        `nearest` is the first pass's answer when it was searched ahead (`_search_ahead`).
         """
         stage = stage or (SPEAKER_STAGE if speaker else SCOPE_STAGE)
         base = found.index_where()
@@ -302,8 +291,6 @@ class _Pool:
         for size, where in passes:
             if own is not None:  # exact, over the rows that pass the filters in SQL
                 indexed = vectors.nearest_among(keys.user_key, model_id, vector, own, size)
-            elif nearest is not None and (size, where) == passes[0]:
-                indexed = nearest
             else:
                 indexed = vectors.query(keys.user_key, model_id, vector, size, where=where)
             hits = pending.merge(indexed, waiting, size)
@@ -393,12 +380,3 @@ class _Pool:
             else:
                 kept += 1
         return candidates
-
-
-def _search_ahead(
-    embed: Callable[[list[str]], np.ndarray], user_key: str, model_id: str, query: str, fetch: int
-) -> tuple[np.ndarray, list[VectorHit]]:
-    """The query's vector and the scope's `fetch` nearest vectors (the scope stage's first pass),
-    on the embedding thread: neither reads the database."""
-    vector = embed([query])[0]
-    return vector, vectors.query(user_key, model_id, vector, fetch)

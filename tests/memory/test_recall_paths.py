@@ -1,17 +1,15 @@
 """How recall reaches its candidates (issue 16): a speaker's own episodes are searched exactly, by what
 the database says they wrote, through `vectors.nearest_among` (a speaker with more episodes than
-`retrieval.EXACT_SPEAKER` through the index's filtered search), and the query is embedded on another
-thread while the lexical stages read the database."""
+`retrieval.EXACT_SPEAKER` through the index's filtered search), and an episode found only lexically
+gets its stored vector's similarity."""
 
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 import pytest
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import episodes, lexical, retrieval
+from memconsole.memory import episodes, retrieval
 from memconsole.memory.models import Episode
 
 pytestmark = pytest.mark.django_db
@@ -108,31 +106,6 @@ def test_a_speaker_with_more_episodes_than_the_exact_limit_is_searched_through_t
 
     assert found.hits[0].episode.episode_id == crowded.episode_id
     assert any(where and "old" in str(where) for where in searched)
-
-
-def test_the_query_is_embedded_while_the_lexical_stages_read_the_database(keys, system, monkeypatch):
-    """The embedding waits here until a lexical lookup has run: done one after the other, it would
-    wait in vain and fail."""
-    episodes.remember(keys, system, "The wifi password is on the fridge", sender_id="u1")
-    looked_up = threading.Event()
-    real_candidates = lexical.LexicalQuery.candidates
-    real_embed = embeddings.embed_query
-
-    def candidates(self, limit, sender_id=None):
-        looked_up.set()
-        return real_candidates(self, limit, sender_id)
-
-    def embed_after_a_lookup(texts):
-        if not looked_up.wait(timeout=20):
-            raise AssertionError("the query was embedded before any lexical lookup could run")
-        return real_embed(texts)
-
-    monkeypatch.setattr(lexical.LexicalQuery, "candidates", candidates)
-    monkeypatch.setattr(embeddings, "embed_query", embed_after_a_lookup)
-
-    hits = retrieval.recall(keys, "where is the wifi password", top_k=3)
-
-    assert [hit.episode.content for hit in hits] == ["The wifi password is on the fridge"]
 
 
 def test_an_episode_found_only_lexically_gets_its_stored_vectors_similarity(keys, system, settings):
