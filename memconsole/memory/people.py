@@ -17,6 +17,7 @@ from .scopes import ScopeKeys
 
 MAX_MATCHES = 20
 PROFILE_SAMPLE = 500
+# The known speakers are read from the newest episodes only, so a scope of millions costs the same.
 SPEAKER_SAMPLE = 500
 
 
