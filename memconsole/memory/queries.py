@@ -39,7 +39,6 @@ from .paging import SORTED_CURSOR, KeysetPage, SortedPage, SortKey, keyset_page,
 from .scopes import GLOBAL_USER_KEY, RESERVED_BOT_UUID, ScopeKeys
 from .validation import MAX_IMPORTANCE, validate_list_limit
 
-
 # --- scopes -------------------------------------------------------------------------------------
 
 
