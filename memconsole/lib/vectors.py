@@ -244,12 +244,16 @@ def nearest_among(user_key: str, model_id: str, vector: np.ndarray, ids: list[st
     result = _searched(user_key, model_id, "read", lambda c: c.get(ids=ids, include=["embeddings"]))
     if result is None or not result["ids"]:
         return []
-    matrix = np.asarray(result["embeddings"], dtype=np.float32)
-    query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query_vector)) or 1.0)
-    similarities = (matrix @ query_vector) / np.where(norms == 0, 1.0, norms)
+    similarities = cosine(np.asarray(result["embeddings"], dtype=np.float32), vector)
     best = np.argsort(-similarities, kind="stable")[:n_results]
     return [Hit(result["ids"][i], float(similarities[i]), {}) for i in best]
+
+
+def cosine(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    """The cosine similarity of each row of `matrix` to `vector` (0 for a zero row)."""
+    query_vector = np.asarray(vector, dtype=np.float32).reshape(-1)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query_vector)) or 1.0)
+    return np.asarray((matrix @ query_vector) / np.where(norms == 0, 1.0, norms))
 
 
 def _searched(user_key: str, model_id: str, what: str, read: Callable[[Any], Any]) -> Any:

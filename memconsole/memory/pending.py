@@ -69,10 +69,7 @@ def nearest(user_key: str, model_id: str, vector: np.ndarray, rows: QuerySet[Epi
     kept = [(allowed[pk], stored) for pk, stored in waiting if pk in allowed]
     if not kept:
         return []
-    matrix = np.vstack([to_vector(stored) for _, stored in kept])
-    query = np.asarray(vector, dtype=np.float32).reshape(-1)
-    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
-    similarities = (matrix @ query) / np.where(norms == 0, 1.0, norms)
+    similarities = vectors.cosine(np.vstack([to_vector(stored) for _, stored in kept]), vector)
     hits = [vectors.Hit(episode_id, float(s), {}) for (episode_id, _), s in zip(kept, similarities, strict=True)]
     return sorted(hits, key=lambda hit: hit.similarity, reverse=True)
 
