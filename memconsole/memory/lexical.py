@@ -103,7 +103,7 @@ ENGLISH_FUNCTION_WORDS = frozenset(
 )
 SPANISH_FUNCTION_WORDS = frozenset(
     (  # noqa: SIM905
-        "al como con cual cuales cuando de del donde e el ella en es esta estan este esto la las le les lo los "
+        "a al como con cual cuales cuando de del donde e el ella en es esta estan este esto la las le les lo los "
         "me mi mis muy nos o para pero por que quien quienes se ser si son su sus te tu tus u un una unas unos "
         "y ya yo"
     ).split()

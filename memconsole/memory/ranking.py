@@ -101,6 +101,26 @@ def vector_weight(query: str, *, english_only: bool, spanish: bool = False) -> f
     return VECTOR_WEIGHT_UNREAD if english_only and unread else VECTOR_WEIGHT
 
 
+_LATIN_WORD = re.compile(r"[^\W\d_\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Whether the text is written mostly in Chinese or Japanese: more such characters than other
+    words ("我喜欢 tennis" yes; "Met 徐强 for lunch" no: a name in an English sentence)."""
+    cjk = len(_CJK_TEXT.findall(text))
+    return cjk > 0 and cjk > len(_LATIN_WORD.findall(text))
+
+
+def memory_vector_weight(query_weight: float, *, english_only: bool, unread: bool) -> float:
+    """The vector weight for one memory: the query's (`vector_weight`), lowered the same way when an
+    English-only model cannot read the memory either (`unread`: mostly Chinese or Japanese, or
+    Spanish by its function words). Such a memory is rated 0.45-0.55 alike to any query ("👍",
+    "Gracias", "hello"), which the query's own language does not show: without this an emoji or a
+    Spanish greeting with no Spanish function word injected whatever Chinese or Spanish memory was
+    nearest."""
+    return VECTOR_WEIGHT_UNREAD if english_only and unread else query_weight
+
+
 def relevance(similarity: float, lexical: float, *, vectors: bool = True, weight: float = VECTOR_WEIGHT) -> float:
     """The fused relevance the floor and the ranking start from (0..1): `weight` × similarity +
     (1 − `weight`) × lexical score; the lexical score alone without a model (`vectors=False`)."""

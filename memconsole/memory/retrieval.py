@@ -202,7 +202,8 @@ class _Pool:
     stages: dict[str, list[str]]
     lexical: LexicalQuery
     vectors: bool
-    vector_weight: float = ranking.VECTOR_WEIGHT
+    vector_weight: float = ranking.VECTOR_WEIGHT  # the query's (ranking.vector_weight)
+    english_only: bool = False  # the query's model reads English only
     named: list[str] = field(default_factory=list)
 
     @classmethod
@@ -219,7 +220,7 @@ class _Pool:
             # During a model switch, the model the scope's index still holds (reembed.py).
             model_id, vector = reembed.query_vector(keys.user_key, query)
             spec = embeddings.spec_for_model_id(model_id)
-            english_only = bool(spec and spec.english_only)
+            pool.english_only = english_only = bool(spec and spec.english_only)
             spanish = english_only and reads_as_spanish(query)
             pool.vector_weight = ranking.vector_weight(query, english_only=english_only, spanish=spanish)
             if speaker and found.sender_id in ("", speaker):
@@ -329,6 +330,13 @@ class _Pool:
         for episode_id in missing:
             self.similarities[episode_id] = similarities.get(episode_id, 0.0)
 
+    def _vector_weight(self, content: str) -> float:
+        """The query's vector weight, lowered for a memory an English-only model cannot read."""
+        if not self.english_only or self.vector_weight == ranking.VECTOR_WEIGHT_UNREAD:
+            return self.vector_weight  # read the memory's language only when it can matter
+        unread = ranking.mostly_cjk(content) or reads_as_spanish(content)
+        return ranking.memory_vector_weight(self.vector_weight, english_only=True, unread=unread)
+
     def ranked(self, query: str, speaker: str, floor: float, top_k: int) -> list[Candidate]:
         """Every candidate, best first, each marked kept, below_floor or cut_by_top_k."""
         now = timezone.now()
@@ -350,7 +358,7 @@ class _Pool:
                 half_life_days=half_life,
                 lexical=self.lexical.score(document_text(row, content)),
                 vectors=self.vectors,
-                vector_weight=self.vector_weight,
+                vector_weight=self._vector_weight(content),
             )
             candidates.append(Candidate(RecallHit(row, parts.score, parts), self.stages.get(row.episode_id, [])))
         # A query that is an episode's id asks for that episode: it comes first, whatever its age or

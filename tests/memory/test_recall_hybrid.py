@@ -10,7 +10,7 @@ from cryptography.fernet import Fernet
 from django.db import connection, transaction
 
 from memconsole.lib import embeddings
-from memconsole.memory import episodes, injection, lexical, retrieval
+from memconsole.memory import episodes, injection, lexical, ranking, retrieval
 from memconsole.memory.models import Episode
 from memconsole.memory.scopes import derive_scope
 
@@ -106,6 +106,43 @@ def test_a_question_of_function_words_only_recalls_and_injects_nothing(keys, sys
     question injected three unrelated memories)."""
     assert retrieval.recall(keys, question, top_k=5) == []
     assert injection.record_injection(keys, system, question, sender_id="sam", top_k=3).hits == []
+
+
+MIXED_CHAT = [
+    ("li", "李娜", "我喜欢喝绿茶"),
+    ("li", "李娜", "我养了一只猫"),
+    ("li", "李娜", "我下个月要去上海出差"),
+    ("ana", "Ana", "Mi hermana vive en Sevilla"),
+    ("ana", "Ana", "Trabajo como profesora en Madrid"),
+    ("tom", "Tom", "I play tennis on Sundays"),
+]
+
+
+@pytest.mark.parametrize("message", ["👍", "😂", "🙏", "Gracias", "Buenas noches", "Hola a todos"])
+def test_an_emoji_or_a_greeting_injects_none_of_the_chinese_or_spanish_memories(keys, system, message):
+    """The English-only model rates any memory it cannot read 0.45-0.55 alike to anything: found by
+    probing the API, "👍" injected three Chinese memories and "Gracias" a Spanish one."""
+    for sender, name, content in MIXED_CHAT:
+        episodes.remember(keys, system, content, sender_id=sender, sender_name=name)
+
+    assert retrieval.recall(keys, message, top_k=5) == []
+    assert injection.record_injection(keys, system, message, sender_id="tom", sender_name="Tom", top_k=3).hits == []
+
+
+def test_an_english_question_still_finds_an_english_memory_among_chinese_and_spanish_ones(keys, system):
+    for sender, name, content in MIXED_CHAT:
+        episodes.remember(keys, system, content, sender_id=sender, sender_name=name)
+
+    hits = retrieval.recall(keys, "Who plays tennis?", top_k=3)
+
+    assert _ids(hits)[:1] == ["I play tennis on Sundays"]
+    parts = hits[0].breakdown.as_dict()  # an English memory keeps the English query's 0.7
+    assert parts["relevance"] == pytest.approx(0.7 * parts["similarity"] + 0.3 * parts["lexical"], abs=1e-5)
+
+
+def test_a_memory_counts_as_chinese_when_most_of_it_is():
+    assert ranking.mostly_cjk("我喜欢喝绿茶") and ranking.mostly_cjk("我喜欢 tennis")
+    assert not ranking.mostly_cjk("Met 徐强 for lunch") and not ranking.mostly_cjk("I play tennis")
 
 
 def test_the_floor_is_a_setting_and_zero_turns_it_off(keys, chat, settings):
