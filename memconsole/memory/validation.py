@@ -135,7 +135,7 @@ def text(value: Any, name: str, max_chars: int, required: bool = False, trim: bo
         raise ValidationError(f"{name} contains a NUL character", field=name)
     if not is_utf8(value):
         raise ValidationError(f"{name} is not valid text (it holds a lone surrogate)", field=name)
-    if required and not value.strip():
+    if required and not _trimmed(value):  # spaces or invisible characters only ("\u200b") are empty too
         raise ValidationError(f"{name} must not be empty", field=name)
     if len(value) > max_chars:
         raise ValidationError(f"{name} is longer than {max_chars} characters", field=name)

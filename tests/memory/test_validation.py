@@ -39,6 +39,8 @@ def _bad_calls(keys, system, episode_id):
         # remember
         (V, "content", lambda: remember("")),
         (V, "content", lambda: remember("   \n\t")),
+        (V, "content", lambda: remember("\u200b\u200b")),  # invisible characters only: empty too
+        (V, "content", lambda: remember(" \ufeff\u2060 ")),
         (V, "content", lambda: remember(None)),
         (V, "content", lambda: remember(42)),
         (V, "content", lambda: remember("x" * 201)),
