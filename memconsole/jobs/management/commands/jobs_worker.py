@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import argparse
+import math
 import signal
 from typing import Any
 
@@ -10,6 +12,21 @@ from memconsole.memory import indexer
 
 from ...queue import recover
 from ...worker import Recovery, make_worker, start_indexer, worker_id
+
+MIN_INTERVAL, MAX_INTERVAL = 0.1, 3600.0
+
+
+def interval_seconds(value: str) -> float:
+    """`--interval`: seconds between 0.1 (not a busy loop) and an hour, else a usage error."""
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and MIN_INTERVAL <= seconds <= MAX_INTERVAL):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of seconds from {MIN_INTERVAL:g} to {MAX_INTERVAL:g}"
+        )
+    return seconds
 
 
 class Command(BaseCommand):
@@ -23,7 +40,13 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--batch", action="store_true", help="run the queued jobs, then exit")
-        parser.add_argument("--interval", type=float, default=None, help="seconds between polls of an empty queue")
+        parser.add_argument(
+            "--interval",
+            type=interval_seconds,
+            default=None,
+            help=f"seconds between polls of an empty queue, {MIN_INTERVAL:g} to {MAX_INTERVAL:g} "
+            "(default MEMCONSOLE_JOBS_POLL_SECONDS)",
+        )
 
     def handle(self, *args: Any, batch: bool = False, interval: float | None = None, **options: Any) -> None:
         if not settings.CHROMA_HOST and settings.MEMCONSOLE_JOBS_IN_WEB:
