@@ -66,9 +66,12 @@ def scope_context(request: HttpRequest, scope: Scope, keys: ScopeKeys, tab: str,
 
 
 def next_url(request: HttpRequest, default: str) -> str:
-    """The `next` field of a posted form when it points back into this site, else `default`."""
+    """The `next` field of a posted form when it is a path of this site, else `default`. Only a path
+    (a relative "abc" would be taken by `redirect` for a view name, and fail after the change)."""
     candidate = request.POST.get("next") or request.GET.get("next") or ""
-    if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}, request.is_secure()):
+    if candidate.startswith("/") and url_has_allowed_host_and_scheme(
+        candidate, {request.get_host()}, request.is_secure()
+    ):
         return candidate
     return default
 

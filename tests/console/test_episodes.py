@@ -10,6 +10,7 @@ from urllib.parse import urlencode
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
 from django.utils import timezone
 
 from memconsole.memory.episodes import delete, list_episodes, remember
@@ -335,6 +336,24 @@ def test_it_never_redirects_to_another_site(operator_client, url, scope, scope_w
         url("episode_archive", scope.pk, scope_with_episodes[0].episode_id), {"next": "https://evil.example/"}
     )
     assert response["Location"] == url("episodes", scope.pk)
+
+
+@pytest.mark.parametrize("back", ["abc", "episodes", "console:overview", "../x"])
+def test_a_next_that_is_not_a_path_of_this_site_goes_to_the_list(
+    operator_client, url, scope, scope_with_episodes, back
+):
+    """Found by a user: a bare word as `next` was taken as a view name, and the archive, already
+    made, answered 500 (NoReverseMatch)."""
+    episode = scope_with_episodes[0]
+    response = operator_client.post(url("episode_archive", scope.pk, episode.episode_id), {"next": back})
+    assert response.status_code == 302 and response["Location"] == url("episodes", scope.pk)
+    episode.refresh_from_db()
+    assert episode.status == "archived"
+
+
+def test_the_time_zone_form_with_a_bare_word_as_next_goes_to_the_overview(operator_client):
+    response = operator_client.post(reverse("console:time_zone"), {"zone": "Asia/Kolkata", "next": "abc"})
+    assert response.status_code == 302 and response["Location"] == reverse("console:overview")
 
 
 def test_it_asks_for_confirmation_before_deleting_without_javascript(admin_client_, url, scope, scope_with_episodes):
