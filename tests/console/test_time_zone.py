@@ -107,3 +107,12 @@ def test_it_shows_a_time_stored_at_the_calendars_start_in_any_zone(viewer_client
         assert viewer_client.get(path).status_code in (200, 400), path
     page = viewer_client.get(url("episode_detail", timed.pk, episode.episode_id)).content.decode()
     assert "0001-01-01 00:30:00 UTC</time>" in page
+
+
+def test_the_episode_form_names_the_zone_its_times_are_read_in(operator_client, url, timed):
+    """Found by a user: the form said "Times are in UTC." in every zone, while it read and showed
+    the event time in the chosen one, so a user typing UTC stored a time hours off."""
+    operator_client.post(url("time_zone"), {"zone": "Asia/Kolkata"})
+    for path in (url("episode_add", timed.pk), url("episode_edit", timed.pk, _first(timed))):
+        page = operator_client.get(path).content.decode()
+        assert "Times are in Asia/Kolkata." in page and "Times are in UTC." not in page, path
