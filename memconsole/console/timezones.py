@@ -89,7 +89,9 @@ class ZonedDateTimeField(forms.DateTimeField):
     def validate(self, value: Any) -> None:
         super().validate(value)
         if value is not None and not validation.in_time_range(value):
-            raise forms.ValidationError(_("Enter a date and time between the years 1 and 9999."), code="out_of_range")
+            raise forms.ValidationError(
+                _("Enter a date and time from 0001-01-02 to 9999-12-30 (UTC)."), code="out_of_range"
+            )
 
 
 def local(value: datetime) -> datetime:
