@@ -50,3 +50,4 @@ class SnapshotFixForm(ConsoleForm):
         choices=[("archive", _("Archive it (it is wrong)")), ("lower_importance", _("Lower its importance"))],
     )
     reason = forms.CharField(label=_("Why is it wrong?"), max_length=500)
+    version = forms.IntegerField(widget=forms.HiddenInput, required=False, min_value=0)  # the one shown

@@ -11,7 +11,7 @@ from django.utils.translation import gettext_noop
 
 from . import editing, episodes
 from .audit import Actor
-from .errors import ValidationError
+from .errors import Conflict, ValidationError
 from .models import Episode, InjectionSnapshot
 from .scopes import ScopeKeys
 from .statuses import Status
@@ -39,13 +39,28 @@ def injected_ids(snapshot: InjectionSnapshot) -> list[str]:
     ]
 
 
+def current_versions(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, int]:
+    """{episode_id: version now} of the memories `snapshot` injected that are still in its scope:
+    what a fix form sends back, so that a fix is made once, on the memory the operator saw."""
+    rows = Episode.objects.in_scope(keys.user_key).with_ids(injected_ids(snapshot))
+    return dict(rows.values_list("episode_id", "version"))
+
+
 def fix_from_snapshot(
-    keys: ScopeKeys, actor: Actor, snapshot: InjectionSnapshot, episode_id: str, action: str, reason: object
+    keys: ScopeKeys,
+    actor: Actor,
+    snapshot: InjectionSnapshot,
+    episode_id: str,
+    action: str,
+    reason: object,
+    if_version: int | None = None,
 ) -> Fix:
     """Archive one memory `snapshot` injected, or lower its importance by one, recording `reason`.
 
     `ValidationError` for another snapshot's memory, an unknown action, an empty reason or an
-    importance already at its lowest; `NotFound` when the memory is gone.
+    importance already at its lowest; `NotFound` when the memory is gone; `Conflict` when
+    `if_version` (the version the operator saw) is not the memory's now: the same form sent twice
+    lowers it once.
     """
     actor.require_bot(keys)
     if snapshot.user_key != keys.user_key:
@@ -61,6 +76,8 @@ def fix_from_snapshot(
         raise ValidationError(said(gettext_noop("that memory was not injected by this snapshot")), field="episode_id")
     note = {"reason": why, "from_snapshot": snapshot.snapshot_id}
     episode = episodes.get_episode(keys, episode_id)  # NotFound when deleted since
+    if if_version is not None and episode.version != if_version:
+        raise Conflict(episode.version)
     if action == ARCHIVE:
         if episode.effective_status == Status.ARCHIVED:  # nothing would change, nor be audited with the reason
             raise ValidationError(
@@ -72,5 +89,6 @@ def fix_from_snapshot(
         raise ValidationError(
             said(gettext_noop("this memory already has the lowest importance; archive it instead")), field="action"
         )
-    edit = editing.edit_episode(keys, actor, episode_id, importance=episode.importance - 1, note=note)
+    lowered = episode.importance - 1
+    edit = editing.edit_episode(keys, actor, episode_id, importance=lowered, if_version=if_version, note=note)
     return Fix(edit.episode, action, why)

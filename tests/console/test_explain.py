@@ -3,6 +3,8 @@ with the reason for every change), and fix a memory it used, the reason kept in 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pytest_django.asserts import assertContains, assertNotContains
 
@@ -113,6 +115,32 @@ def test_lowering_importance_from_the_answer_is_an_audited_edit(operator_client,
     entry = AuditEntry.objects.filter(operation="episode_edit", target_id=target.episode_id).latest("id")
     assert entry.payload["metadata"]["reason"] == "only a rumour"
     assert entry.payload["before"] == {"importance": before}
+
+
+def test_the_same_lower_importance_form_sent_twice_lowers_it_once(operator_client, url, scope, made, keys):
+    """Found by a user: a double click (or a resent form) lowered the importance twice, 3 -> 2 -> 1."""
+    target = trip(keys)
+    before = target.importance
+    detail = operator_client.get(url("injection_detail", scope.pk, made.snapshot.snapshot_id)).content.decode()
+    shown = re.search(
+        rf'name="episode_id" value="{target.episode_id}">\s*<input type="hidden" name="version" value="(\d+)"', detail
+    )
+    assert shown, "the fix form carries the version it shows"
+    posted = {
+        "episode_id": target.episode_id,
+        "action": "lower_importance",
+        "reason": "only a rumour",
+        "version": shown.group(1),
+    }
+    fix = url("snapshot_fix", scope.pk, made.snapshot.snapshot_id)
+
+    assert operator_client.post(fix, posted).status_code == 302
+    again = operator_client.post(fix, posted)
+
+    assertContains(again, "This memory changed since the page was shown", status_code=409)
+    target.refresh_from_db()
+    assert target.importance == before - 1
+    assert AuditEntry.objects.filter(operation="episode_edit", target_id=target.episode_id).count() == 1
 
 
 def test_a_fix_needs_a_reason_an_injected_memory_and_the_right_role(

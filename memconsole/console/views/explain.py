@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
 from memconsole.memory import fixes, queries, replay, roles
+from memconsole.memory.errors import Conflict
 from memconsole.memory.errors import ValidationError as MemoryValidationError
 from memconsole.memory.models import InjectionSnapshot, Scope
 from memconsole.memory.scopes import ScopeKeys
@@ -48,9 +49,14 @@ def snapshot_fix(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapsho
         return _fix_refused(request, scope, keys, snapshot, str(why))
     data = form.cleaned_data
     try:
-        fix = fixes.fix_from_snapshot(keys, request.actor, snapshot, data["episode_id"], data["action"], data["reason"])
+        fix = fixes.fix_from_snapshot(
+            keys, request.actor, snapshot, data["episode_id"], data["action"], data["reason"], data["version"]
+        )
     except MemoryValidationError as exc:
         return _fix_refused(request, scope, keys, snapshot, exc.in_language())
+    except Conflict:
+        why = _("This memory changed since the page was shown (the fix may have been sent twice): nothing was done.")
+        return _fix_refused(request, scope, keys, snapshot, str(why), 409)
     if fix.action == fixes.ARCHIVE:
         messages.success(request, _("Archived: the bot will not use this memory again until it is restored."))
     else:
@@ -59,8 +65,9 @@ def snapshot_fix(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapsho
 
 
 def _fix_refused(
-    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapshot: InjectionSnapshot, why: str
+    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, snapshot: InjectionSnapshot, why: str, status: int = 400
 ) -> HttpResponse:
-    """400: the snapshot's page again, the reason at the memory's fix form, what was typed kept."""
+    """400 (409 for a memory changed since): the snapshot's page again, the reason at the memory's
+    fix form, what was typed kept."""
     posted = {name: request.POST.get(name, "") for name in ("episode_id", "action", "reason")}
-    return snapshot_screen(request, scope, keys, snapshot, 400, fix_error={**posted, "message": why})
+    return snapshot_screen(request, scope, keys, snapshot, status, fix_error={**posted, "message": why})

@@ -7,8 +7,8 @@ from typing import Any
 from django.http import Http404, HttpResponse
 from django.views.decorators.http import require_GET
 
+from memconsole.memory import fixes, queries
 from memconsole.memory import injection as injections
-from memconsole.memory import queries
 from memconsole.memory.models import InjectionSnapshot, Scope
 from memconsole.memory.scopes import ScopeKeys
 
@@ -51,6 +51,13 @@ def snapshot_screen(
     at that memory's fix form with what was typed."""
     decision = injections.explain_snapshot(keys, snapshot)  # injected beside near misses
     context = scope_context(
-        request, scope, keys, "injection", snapshot=snapshot, decision=decision, fix_error=fix_error or {}
+        request,
+        scope,
+        keys,
+        "injection",
+        snapshot=snapshot,
+        decision=decision,
+        fix_error=fix_error or {},
+        versions=fixes.current_versions(keys, snapshot),
     )
     return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context, status)
