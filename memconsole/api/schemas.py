@@ -39,6 +39,7 @@ from .fields import (
     Query,
     QueryId,
     Sender,
+    SenderFilter,
     Statuses,
     StatusName,
     StoredImportance,
@@ -120,7 +121,7 @@ class RememberRequest(RememberItem, ScopedRequest):
 class RecallRequest(ScopedRequest):
     query: Query
     top_k: TopK | None = 5
-    sender_id: Sender | None = Field(None, description="a filter: only this sender's episodes")
+    sender_id: SenderFilter | None = Field(None, description='a filter: only this sender\'s episodes ("" for all)')
     speaker_id: Sender | None = Field(None, description="the current speaker: own episodes first (not a filter)")
     importance_min: Importance | None = None
     time_after: DateTime | None = None

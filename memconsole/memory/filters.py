@@ -38,6 +38,20 @@ def _never_used(value: Any, used_within_days: Any) -> bool:
     return value
 
 
+def _sender(sender_id: Any) -> str:
+    """The sender filter: absent or "" is every speaker's; one of spaces or invisible characters
+    only is refused, not read as absent (a bot sending " " for someone meant someone)."""
+    if sender_id is None or sender_id == "":
+        return ""
+    cleaned = validate_speaker(sender_id)
+    if not cleaned:
+        raise ValidationError(
+            'sender_id holds only spaces or invisible characters: leave it out (or send "") for every speaker',
+            field="sender_id",
+        )
+    return cleaned
+
+
 @dataclass(frozen=True)
 class EpisodeFilter:
     """Validated filters on one scope's episodes. `statuses=None` keeps every status (an empty list
@@ -84,7 +98,7 @@ class EpisodeFilter:
             statuses=clean_statuses,
             # Validated in this order (the first bad one is reported): tags, sender, tag, the rest.
             tags=tuple(validate_tags(tags)),
-            sender_id=validate_speaker(sender_id) if sender_id else "",
+            sender_id=_sender(sender_id),
             tag=text(tag, "tag", MAX_TAG_CHARS, trim=True) if tag else "",
             importance_min=None if importance_min is None else validate_importance(importance_min, "importance_min"),
             time_after=validate_datetime(time_after, "time_after"),

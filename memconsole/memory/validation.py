@@ -71,13 +71,13 @@ def validate_speaker(value: Any, name: str = "sender_id") -> str:
     and speaker matching see one person), on one line: a name is written into the headers of an
     injected prompt, so no line breaks or other control characters. An id (a platform's identifier)
     holds no invisible character at all; a name may (the joiner inside an emoji)."""
-    return _one_person(_trimmed(text(value, name, MAX_SENDER_CHARS)), name, identifier=name == "sender_id")
+    return _one_person(trimmed(text(value, name, MAX_SENDER_CHARS)), name, identifier=name == "sender_id")
 
 
 def validate_identifier(value: Any, name: str, max_chars: int) -> str:
     """A fact's subject or key, required: trimmed and refused as a sender_id is (`validate_speaker`),
     so the fact about " u7" or "\ufeffu7" is u7's, on their profile and in their erasure."""
-    cleaned = _one_person(_trimmed(text(value, name, max_chars, required=True, trim=True)), name, identifier=True)
+    cleaned = _one_person(trimmed(text(value, name, max_chars, required=True, trim=True)), name, identifier=True)
     if not cleaned:
         raise ValidationError(f"{name} is required", field=name)
     return cleaned
@@ -112,7 +112,7 @@ def one_line(value: str) -> str:
     return " ".join(spaced.split())
 
 
-def _trimmed(value: str) -> str:
+def trimmed(value: str) -> str:
     """`value` without whitespace or invisible format characters (zero-width space, BOM, marks) at its ends."""
     start, end = 0, len(value)
     while start < end and (value[start].isspace() or unicodedata.category(value[start]) == "Cf"):
@@ -135,7 +135,7 @@ def text(value: Any, name: str, max_chars: int, required: bool = False, trim: bo
         raise ValidationError(f"{name} contains a NUL character", field=name)
     if not is_utf8(value):
         raise ValidationError(f"{name} is not valid text (it holds a lone surrogate)", field=name)
-    if required and not _trimmed(value):  # spaces or invisible characters only ("\u200b") are empty too
+    if required and not trimmed(value):  # spaces or invisible characters only ("\u200b") are empty too
         raise ValidationError(f"{name} must not be empty", field=name)
     if len(value) > max_chars:
         raise ValidationError(f"{name} is longer than {max_chars} characters", field=name)

@@ -66,3 +66,20 @@ def test_inject_puts_the_speakers_own_memory_in_the_prompt(api, chat, settings):
     assert response.status_code == 200
     episodes = response.json()["context"]["episodes"]
     assert [e["episode_id"] for e in episodes] == [chat["bob"]]
+
+
+@pytest.mark.parametrize("blank", [" ", "\n", "\u200b", "\u2028"])
+def test_a_sender_filter_of_blanks_only_is_refused_not_read_as_every_speaker(api, chat, blank):
+    """Found by probing the API: " " or "\\u200b" as sender_id answered every speaker's memories."""
+    response = api.post("recall", {**SCOPE_A, "query": "what food do I like?", "sender_id": blank})
+
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error["field"] == "sender_id" and "only spaces or invisible characters" in error["message"]
+
+
+def test_an_empty_sender_filter_is_every_speakers(api, chat, settings):
+    settings.MEMCONSOLE_RECALL_MIN_SIMILARITY = 0.0
+    asked = {**SCOPE_A, "query": "what food do I like?", "top_k": 5}
+    everyone = {hit["sender_id"] for hit in api.post("recall", {**asked, "sender_id": ""}).json()["episodes"]}
+    assert everyone == {"sam", "bob"}
