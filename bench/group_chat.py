@@ -156,4 +156,10 @@ IRRELEVANT = [
     Question("Explain the rules of cricket", frozenset()),
     Question("如何给自行车轮胎打气?", frozenset(), language="zh"),
     Question("¿Cómo se calcula la derivada de un logaritmo?", frozenset(), language="es"),
+    # What a group chat says most: a reaction, a thank-you, a greeting (round 14: each of these
+    # injected Chinese or Spanish memories before, on the model's noise or one shared trigram).
+    Question("👍", frozenset()),
+    Question("Gracias", frozenset(), language="es"),
+    Question("Buenas noches", frozenset(), language="es"),
+    Question("¿Qué hora es?", frozenset(), language="es"),
 ]

@@ -124,6 +124,10 @@ def reads_as_spanish(text: str) -> bool:
     )
 
 
+def _latin_content_word(run: str) -> bool:
+    return run not in STOP_WORDS and not _IS_CJK.match(run)
+
+
 def query_terms(text: str) -> set[str]:
     """`terms(text)` without its function words (STOP_WORDS): what a query is looked up by."""
     kept = [run for run in _RUNS.findall(_fold(text)) if run not in STOP_WORDS]
@@ -351,6 +355,7 @@ class LexicalQuery:
     scope_size: int
     frequencies: dict[str, int] = field(default_factory=dict)  # plaintext term -> document frequency
     function_terms: frozenset[str] = frozenset()  # made by function words only: weight capped, not looked up
+    words: tuple[frozenset[str], ...] = ()  # each Latin-script content word's trigrams
 
     @classmethod
     def build(cls, user_key: str, text: str) -> LexicalQuery:
@@ -366,7 +371,8 @@ class LexicalQuery:
             idf = math.log(1 + (n - df[tok] + 0.5) / (df[tok] + 0.5))
             weights[t] = idf if t in content else min(idf, FUNCTION_WORD_IDF)
         frequencies = {t: df[tok] for t, tok in tokens.items()}
-        return cls(user_key, weights, tokens, n, frequencies, frozenset(plain) - content)
+        words = tuple(frozenset(terms(run)) for run in _RUNS.findall(_fold(text)) if _latin_content_word(run))
+        return cls(user_key, weights, tokens, n, frequencies, frozenset(plain) - content, words)
 
     def score(self, document: str) -> float:
         """Share of the query's term weight present in `document` (0..1).
@@ -378,7 +384,15 @@ class LexicalQuery:
         if total <= 0:
             return 0.0
         joined = "#" + "#".join(_RUNS.findall(_fold(document))) + "#"
-        return sum(w for t, w in self.weights.items() if t in joined) / total
+        present = {t for t in self.weights if t in joined}
+        # A Latin-script word counts only when the document holds at least half of its trigrams'
+        # weight: "viajo" in "viajar" or "trips" in "trip", not "gracias" in "pharmacist" ("aci").
+        weight = self.weights.__getitem__
+        partial = [w for w in self.words if 2 * sum(map(weight, w & present)) < sum(map(weight, w))]
+        if partial:
+            whole = set().union(*(w for w in self.words if w not in partial))
+            present -= set().union(*partial) - whole
+        return sum(map(weight, present)) / total
 
     def __post_init__(self) -> None:
         # A query of function words only ("is the", "in my") matches nothing lexically: its share

@@ -182,6 +182,20 @@ def test_an_english_query_fuses_seven_tenths_vector_three_tenths_lexical(keys, c
     assert parts["relevance"] == pytest.approx(0.7 * parts["similarity"] + 0.3 * parts["lexical"], abs=1e-5)
 
 
+def test_a_word_counts_only_when_most_of_it_is_there(keys, system):
+    """A one-word greeting shared one trigram with any word ("gracias" / "pharmacist": "aci") and
+    so a quarter of its lexical weight: found by probing, "Gracias" injected three such memories."""
+    for content in ("Giulia works as a pharmacist", "Wen is moving to Buenos Aires", "Bob booked two trips"):
+        episodes.remember(keys, system, content)
+    score = lambda query, doc: lexical.LexicalQuery.build(keys.user_key, query).score(doc)  # noqa: E731
+
+    assert score("Gracias", "Giulia works as a pharmacist") == 0.0
+    assert score("Buenas noches", "Wen is moving to Buenos Aires") == 0.0
+    assert score("trip", "Bob booked two trips") > 0.5  # an inflected word still counts
+    assert score("Buenos Aires", "Wen is moving to Buenos Aires") == pytest.approx(1.0)
+    assert score("成都出差", "我下周三要去成都出差") == pytest.approx(1.0)  # CJK runs keep their bigrams
+
+
 def test_terms_cover_cjk_bigrams_and_accent_free_trigrams():
     assert {"成都", "出差", "下周"} <= lexical.terms("我下周三要去成都出差")
     assert lexical.terms("México") == lexical.terms("mexico")
