@@ -19,6 +19,7 @@ from django_tasks.base import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from memconsole.jobs import queue
+from memconsole.jobs.management.commands.jobs_worker import interval_seconds
 from memconsole.memory import jobs
 from memconsole.memory.audit import Actor
 from memconsole.memory.episodes import remember
@@ -247,11 +248,9 @@ def test_it_runs_the_model_reembedding_as_a_job(operator_client):
 @pytest.mark.parametrize("interval", ["-1", "nan", "inf", "0", "abc", "3601"])
 def test_the_worker_refuses_an_interval_that_is_not_a_sane_number_of_seconds(interval):
     """Found by trying the command: -1 and nan ended in a traceback, 0 busy-looped at a full core."""
-    with pytest.raises(CommandError, match="is not a number of seconds from 0.1 to 3600"):
+    with pytest.raises(CommandError, match=r"is not a number of seconds from 0\.1 to 3600"):
         call_command("jobs_worker", "--batch", "--interval", interval)
 
 
 def test_the_worker_takes_a_fractional_interval():
-    from memconsole.jobs.management.commands.jobs_worker import interval_seconds
-
     assert interval_seconds("0.5") == 0.5 and interval_seconds("2") == 2.0
