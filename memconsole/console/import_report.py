@@ -29,6 +29,9 @@ KIND_LABELS = {
     "traits_lines_joined": gettext_lazy("Traits joined on one line"),
     "preferences_lines_joined": gettext_lazy("Preferences joined on one line"),
     "superseded_by_missing": gettext_lazy("Replaced by an episode not in the file"),
+    "future": gettext_lazy("Dated in the future: not stored"),
+    "past_retention": gettext_lazy("Older than the window keeps: not stored"),
+    "window_full": gettext_lazy("Older than every message the window keeps: not stored"),
 }
 
 

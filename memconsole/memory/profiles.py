@@ -276,7 +276,7 @@ def change_profile(
             kind: items for kind, items in (("traits", evicted_traits), ("preferences", evicted_preferences)) if items
         }
         adjusted = ["notes"] if notes_cut else []
-        if _unchanged(current, data):  # also for a profile not written yet: an empty update makes none
+        if unchanged(current, data):  # also for a profile not written yet: an empty update makes none
             # It changes nothing: no new version, no audit entry (as for facts); a cut still says so.
             return ProfileChange(row, adjusted=adjusted)
         report = {**({"evicted": evicted} if evicted else {}), **({"adjusted": adjusted} if adjusted else {})}
@@ -308,14 +308,14 @@ def replace_profile(
         current, row = get_profile(keys, profile_type, sender_id)
         if if_version is not None:
             _check_version(row, if_version)
-        if row is not None and _unchanged(current, clean):
+        if row is not None and unchanged(current, clean):
             return row  # saved as it was: the version stays, nothing is audited
         return save_profile(
             keys, actor, profile_type, sender_id, clean, "profile_update", said(SAID[profile_type]["edit"])
         )
 
 
-def _unchanged(current: dict[str, Any], data: dict[str, Any]) -> bool:
+def unchanged(current: dict[str, Any], data: dict[str, Any]) -> bool:
     """Whether storing `data` would leave the stored profile `current` as it is."""
     return data == {key: current.get(key, empty) for key, empty in EMPTY_PROFILE.items()}
 

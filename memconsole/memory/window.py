@@ -5,7 +5,8 @@ A message (`role`, `content`, time, optionally its sender) is appended to its ch
 window size (`BotMemorySettings.window_size`, default 20: the plan's `max_context_messages`) drop
 out in the same transaction, as do messages older than MEMCONSOLE_WINDOW_RETENTION_DAYS (0 keeps
 them). Contents are sealed. Appending is not audited per message (it is a conversation log, like
-the snapshots); changing the window size is.
+the snapshots); changing the window size is. An import takes the messages a live append would
+(`sort_imported`) and says which it left out.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from . import audit
 from .audit import Actor
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
+from .paging import chunks
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
 from .validation import max_content_chars, text, validate_datetime, validate_speaker
 from .wording import said
@@ -31,6 +33,9 @@ from .wording import said
 MAX_WINDOW_SIZE = 200
 ROLES = ("user", "assistant", "system", "tool")
 CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of this server a bot's clock may be
+LOOKUP_BATCH = 500
+# Why a message is not kept (`time_refusal`, `sort_imported`).
+FUTURE, PAST_RETENTION, WINDOW_FULL, IN_CHAT = "future", "past_retention", "window_full", "in_chat"
 
 
 @dataclass(frozen=True)
@@ -140,16 +145,28 @@ def append_message(
 
 
 def _message_time(created_at: Any) -> datetime:
-    """A new message's time: now by default; never in the future (it would stay the newest for
-    good and push every real message out) nor past retention (it would be dropped as it is kept)."""
+    """A new message's time: now by default, and one `time_refusal` accepts."""
     now = timezone.now()
     when = validate_datetime(created_at, "created_at") or now
-    if when > now + CLOCK_SKEW:
+    refusal = time_refusal(when, now)
+    if refusal == FUTURE:
         raise ValidationError("created_at is in the future", field="created_at")
-    days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
-    if days and when < now - timedelta(days=days):
+    if refusal == PAST_RETENTION:
+        days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
         raise ValidationError(f"created_at is older than the window keeps messages ({days} days)", field="created_at")
     return when
+
+
+def time_refusal(when: datetime, now: datetime) -> str:
+    """Why a message of `when` may not enter a window ("" when it may): FUTURE (it would stay the
+    newest for good and push every real message out), PAST_RETENTION (it would be dropped as it is
+    kept). A live append refuses such a message; an import skips it (`sort_imported`)."""
+    if when > now + CLOCK_SKEW:
+        return FUTURE
+    days = settings.MEMCONSOLE_WINDOW_RETENTION_DAYS
+    if days and when < now - timedelta(days=days):
+        return PAST_RETENTION
+    return ""
 
 
 def trim(scope_key: str, size: int) -> int:
@@ -195,15 +212,49 @@ def export_records(scope_key: str) -> list[dict[str, Any]]:
     return [message.as_dict() for message in chat_messages(scope_key)]
 
 
-def import_messages(items: list[Any]) -> int:
-    """Write imported messages (`imports.plan.MessageIn`) inside the import's transaction, skipping
-    one already in its chat (same role, sender and time), then cut each chat to its bot's window."""
-    written = 0
-    chats: dict[str, str] = {}
+def sort_imported(items: list[Any]) -> tuple[list[Any], list[tuple[Any, str]]]:
+    """(the imported messages, `imports.plan.MessageIn`, that their chats' windows keep, in file
+    order; the others, each with why: FUTURE or PAST_RETENTION (`time_refusal`), WINDOW_FULL (older
+    than the newest messages its chat keeps, with the file's others: it would be dropped as it is
+    written), IN_CHAT (already in its chat, or earlier in the file: same role, sender and time)).
+    Reads only: a dry run says what the real run writes."""
+    now = timezone.now()
+    dropped: list[tuple[Any, str]] = []
+    seen: dict[str, set[tuple[str, str, datetime]]] = {}  # {scope_key: (role, sender, time) there}
+    by_chat: dict[str, list[Any]] = {}
     for item in items:
-        chat = WindowMessage.objects.filter(scope_key=item.keys.scope_key)
-        if chat.filter(role=item.role, sender_id=item.sender_id, created_at=item.created_at).exists():
+        refusal = time_refusal(item.created_at, now)
+        scope_key = item.keys.scope_key
+        if scope_key not in seen:
+            there = WindowMessage.objects.filter(scope_key=scope_key)
+            seen[scope_key] = set(there.values_list("role", "sender_id", "created_at"))
+        same = (item.role, item.sender_id, item.created_at)
+        if not refusal and same in seen[scope_key]:
+            refusal = IN_CHAT
+        if refusal:
+            dropped.append((item, refusal))
             continue
+        seen[scope_key].add(same)
+        by_chat.setdefault(scope_key, []).append(item)
+    kept: set[int] = set()
+    for scope_key, chat in by_chat.items():
+        size = window_size(chat[0].keys.bot_uuid)
+        newest = _kept(scope_key).order_by("-created_at", "-id").values_list("created_at", "id")[:size]
+        # A chat's order is (time, id), and a message written now gets a larger id than any there.
+        ranked = [(when, 0, pk, None) for when, pk in newest]
+        ranked += [(item.created_at, 1, place, item) for place, item in enumerate(chat)]
+        ranked.sort(key=lambda rank: rank[:3], reverse=True)
+        kept.update(id(rank[3]) for rank in ranked[:size] if rank[3] is not None)
+        dropped += [(item, WINDOW_FULL) for item in chat if id(item) not in kept]
+    place = {id(item): index for index, item in enumerate(items)}
+    return [item for item in items if id(item) in kept], sorted(dropped, key=lambda drop: place[id(drop[0])])
+
+
+def import_messages(items: list[Any]) -> dict[str, int]:
+    """Write the imported messages their chats' windows keep (`sort_imported`) inside the import's
+    transaction, then cut each chat to its bot's window; {scope_key: how many of them it keeps}."""
+    rows: list[WindowMessage] = []
+    for item in sort_imported(items)[0]:
         row = WindowMessage(
             scope_key=item.keys.scope_key,
             user_key=item.keys.user_key,
@@ -215,8 +266,11 @@ def import_messages(items: list[Any]) -> int:
         )
         row.set_text(item.content)
         row.save()
-        chats[item.keys.scope_key] = item.keys.bot_uuid
-        written += 1
-    for scope_key, bot_uuid in chats.items():
+        rows.append(row)
+    for scope_key, bot_uuid in {row.scope_key: row.bot_uuid for row in rows}.items():
         trim(scope_key, window_size(bot_uuid))
+    written: dict[str, int] = {}
+    for batch in chunks([row.pk for row in rows], LOOKUP_BATCH):  # what the cut left of them
+        for scope_key in WindowMessage.objects.filter(pk__in=batch).values_list("scope_key", flat=True):
+            written[scope_key] = written.get(scope_key, 0) + 1
     return written

@@ -42,6 +42,7 @@ from ..errors import ValidationError
 from ..scopes import ScopeKeys, derive_scope
 from ..wording import Said, said
 from . import bot_memory, jw_agents, langbot, letta, mem0, memconsole_format, readers, writer
+from .botmemory_items import tally
 from .forgotten import drop_forgotten
 from .plan import Plan, Progress, Target, resolve
 from .readers import max_import_bytes
@@ -129,7 +130,7 @@ def import_file(
         progress("reading", len(plan.episodes), len(plan.episodes))
     drop_forgotten(plan, report, bot_uuid)  # what was deleted or erased here never comes back
     kept = resolve(plan, report)
-    report.facts, report.messages = len(plan.facts), len(plan.messages)
+    tally(plan.facts, plan.messages, report)
     if dry_run:
         return report
     if checkpoint is not None and checkpoint.state.get("written"):  # resumed after the write: index what it wrote

@@ -7,21 +7,31 @@ reports as conflicts:
 - an episode whose id in the file (its own, or the original id it was imported under) was deleted
   in the target space: re-importing an earlier export does not revive what was deleted since;
 - every record of a person erased for the target bot (episodes, the speaker profile, facts about
-  them, window messages they sent): an erased person does not come back from an old file.
+  them, window messages they sent): an erased person does not come back from an old file;
+- a keyed fact forgotten in the target space (its `fact_forget` entry names its subject and key)
+  whose value in the file is not newer than the forget: the value forgotten, or an older one. A
+  fact's subject and key are used again, so what tells the fact a forget removed (as an episode's
+  deleted id does) from one set again since (a new memory, as an episode written again is) is the
+  time the file gives its value; a value without a time stays forgotten.
 A memory that should exist again is written again (remember, or the console's New memory).
 """
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.utils.translation import gettext_noop  # translated where the report is shown
 
 from ..audit import ERASED_PREFIX, subject_digest
+from ..facts import target_id
 from ..models import AuditEntry
 from ..paging import chunks
+from .botmemory_items import FactIn
 from .plan import LOOKUP_BATCH, Plan
 from .report import ImportReport
 
 DELETED_HERE = gettext_noop("the episode was deleted in this space; not brought back")
+FORGOTTEN_HERE = gettext_noop("the fact was forgotten in this space; not brought back")
 ERASED_HERE = gettext_noop("this person was erased for this bot; not brought back")
 
 
@@ -40,15 +50,19 @@ def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
         else:
             continue
         plan.forgotten.add(index)  # skipped by `plan.resolve`, in place (seeded ids stay put)
-    if not erased:
-        return
     for profile in [p for p in plan.profiles if p.sender_id in erased]:
         report.conflict(profile.keys, "erased", profile.where, ERASED_HERE, profile.label)
     plan.profiles[:] = [p for p in plan.profiles if p.sender_id not in erased]
     for fact in [f for f in plan.facts if f.subject in erased]:
         report.conflict(fact.keys, "erased", fact.where, ERASED_HERE)
     plan.facts[:] = [f for f in plan.facts if f.subject not in erased]
-    plan.messages[:] = [m for m in plan.messages if m.sender_id not in erased]  # the window: not listed
+    forgotten = {id(fact) for fact in facts_forgotten(plan.facts)}
+    for fact in [f for f in plan.facts if id(f) in forgotten]:
+        report.conflict(fact.keys, "deleted_here", fact.where, FORGOTTEN_HERE, fact.key)
+    plan.facts[:] = [f for f in plan.facts if id(f) not in forgotten]
+    for message in [m for m in plan.messages if m.sender_id in erased]:
+        report.conflict(message.keys, "erased", message.where, ERASED_HERE)
+    plan.messages[:] = [m for m in plan.messages if m.sender_id not in erased]
 
 
 def deleted_here(user_key: str, ids: set[str]) -> set[str]:
@@ -66,6 +80,32 @@ def deleted_here(user_key: str, ids: set[str]) -> set[str]:
             if imported in ids:
                 found.add(imported)
     return found
+
+
+def facts_forgotten(items: list[FactIn]) -> list[FactIn]:
+    """The facts of `items` forgotten in their space (`fact_forget` audit entries) no earlier than
+    the file's value was set (the module docstring)."""
+    by_space: dict[str, dict[str, list[FactIn]]] = {}  # {user_key: {the audit target: facts}}
+    for fact in items:
+        by_space.setdefault(fact.keys.user_key, {}).setdefault(target_id(fact.subject, fact.key), []).append(fact)
+    forgotten: list[FactIn] = []
+    for user_key, by_target in by_space.items():
+        entries = AuditEntry.objects.filter(operation="fact_forget", target_type="fact", user_key=user_key)
+        last: dict[tuple[str, str], datetime] = {}  # {(subject, key): the latest forget}
+        for chunk in chunks(sorted(by_target), LOOKUP_BATCH):
+            for entry in entries.filter(target_id__in=chunk).order_by("timestamp"):
+                for fact in by_target[entry.target_id]:
+                    if len(f"{fact.subject}\x1f{fact.key}") > len(entry.target_id):  # cut at 255: which one?
+                        before = entry.payload.get("before") or {}
+                        if (before.get("subject"), before.get("key")) != (fact.subject, fact.key):
+                            continue
+                    last[fact.subject, fact.key] = entry.timestamp
+        for facts in by_target.values():
+            for fact in facts:
+                when = last.get((fact.subject, fact.key))
+                if when is not None and (fact.updated_at is None or fact.updated_at <= when):
+                    forgotten.append(fact)
+    return forgotten
 
 
 def erased_people(bot_uuid: str, sender_ids: set[str]) -> set[str]:

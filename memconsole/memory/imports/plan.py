@@ -5,7 +5,8 @@ Parsers fill a `Plan` with `EpisodeIn`/`ProfileIn` records whose keys come from 
 decides against the database: an episode whose old id is already in the target scope (imported
 before, or the scope's own episode) or appears earlier in the file is a conflict and skipped; the
 rest get new ids and `superseded_by` is mapped to them; a profile that already exists is reported
-as a conflict (it gets the imported one as a new version).
+as a conflict (it gets the imported one as a new version), and one the same as the stored one too
+(`exists`: it is left as it is, as a live change that changes nothing: no version, no audit entry).
 
 A plan with an `id_seed` (a background job's import, which writes in batches and may be resumed)
 makes its new ids from the seed and each episode's place in the file, so a resumed attempt, reading
@@ -29,8 +30,9 @@ from typing import Any
 from django.utils import timezone
 from django.utils.translation import gettext_noop  # reasons: English here, translated where shown
 
+from .. import profiles
 from ..errors import ValidationError
-from ..models import Episode, Profile, new_episode_id
+from ..models import Episode, new_episode_id
 from ..paging import chunks
 from ..scopes import ScopeKeys, derive_scope
 from ..validation import MAX_SENDER_CHARS
@@ -189,14 +191,30 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
     report.episodes = len(kept)
     for episode in plan.deleted:
         report.skip_deleted(episode.keys, episode.where, episode.old_id)
-    for profile in plan.profiles:
+    _resolve_profiles(plan.profiles, report)
+    return kept
+
+
+def _resolve_profiles(items: list[ProfileIn], report: ImportReport) -> None:
+    """Count the profiles the import writes: an existing one becomes a new version (a conflict,
+    said so); one the same as stored is left as it is (a conflict too, not written: no version)."""
+    stored: dict[tuple[str, str, str], dict[str, Any] | None] = {}  # what each holds as the file is written
+    for profile in items:
+        owner = (profile.keys.scope_key, profile.type, profile.sender_id)
+        if owner not in stored:
+            data, row = profiles.get_profile(profile.keys, profile.type, profile.sender_id)
+            stored[owner] = data if row is not None else None
+        current = stored[owner]
+        if current is not None and profiles.unchanged(current, profile.data):
+            reason = gettext_noop("already in the target scope; skipped")
+            report.conflict(profile.keys, "exists", profile.where, reason, profile.label)
+            continue
+        stored[owner] = profile.data
         report.scope(profile.keys)["profiles"] += 1
+        report.profiles += 1
         for kind, message in profile.notes:
             report.warn(profile.keys, kind, profile.where, message, profile.label)
-        exists = Profile.objects.filter(
-            scope_key=profile.keys.scope_key, type=profile.type, sender_id=profile.sender_id
-        ).exists()
-        if exists:
+        if current is not None:
             report.conflict(
                 profile.keys,
                 "profile_exists",
@@ -204,8 +222,6 @@ def resolve(plan: Plan, report: ImportReport) -> list[EpisodeIn]:
                 gettext_noop("a profile already exists; the imported one becomes its newest version"),
                 profile.label,
             )
-    report.profiles = len(plan.profiles)
-    return kept
 
 
 def _existing_ids(user_key: str, old_ids: list[str]) -> dict[str, str]:

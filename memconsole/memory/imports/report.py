@@ -64,7 +64,9 @@ class ImportReport(Report):
     dry_run: bool
     episodes: int = 0
     profiles: int = 0
-    facts: int = 0  # issue 20: keyed facts and window messages in the file (written: see the audit entry)
+    # Issue 20: keyed facts and window messages written (a dry run: that would be), not the file's:
+    # a fact already there with its value, or a message its window does not keep, is not counted.
+    facts: int = 0
     messages: int = 0
     statuses: dict[str, int] = field(default_factory=dict)
     scopes: dict[str, ScopeTally] = field(default_factory=dict)  # by scope_key; a list in JSON

@@ -163,7 +163,11 @@ def _write_rest(
     # while another import holds the next would deadlock on PostgreSQL), then the counters, in the
     # order remember/archive/delete take them (the other way round, an import and a remember deadlock).
     audit.lock_chain(*{keys.scope_key for keys in scopes}, *{profile.keys.scope_key for profile in plan.profiles})
+    written_profiles: dict[str, int] = {}
     for profile in plan.profiles:
+        current, row = profiles.get_profile(profile.keys, profile.type, profile.sender_id)
+        if row is not None and profiles.unchanged(current, profile.data):
+            continue  # as a live change that leaves it as it is: its version stays, nothing is audited
         profiles.save_profile(
             profile.keys,
             actor,
@@ -174,12 +178,21 @@ def _write_rest(
             said(profiles.SAID[profile.type]["import"], format=report.format),
             updated_at=profile.updated_at,
         )
-    written_facts = facts.import_facts(plan.facts, actor)
+        written_profiles[profile.keys.scope_key] = written_profiles.get(profile.keys.scope_key, 0) + 1
+    written_facts: dict[str, int] = {}
+    for fact in plan.facts:  # one by one, in file order: a key given twice ends with the file's last value
+        written_facts[fact.keys.scope_key] = written_facts.get(fact.keys.scope_key, 0) + facts.import_facts(
+            [fact], actor
+        )
     written_messages = window.import_messages(plan.messages)
+    # What was written, whatever the plan foresaw (a bot's write may have come in between).
+    report.profiles = sum(written_profiles.values())
+    report.facts, report.messages = sum(written_facts.values()), sum(written_messages.values())
     for user_key in sorted({keys.user_key for keys in scopes}):
         counters.recount(user_key)
     for keys in scopes:
         scope = report.scope(keys)
+        scope["profiles"] = written_profiles.get(keys.scope_key, 0)
         extras = report.scope_extras.get(keys.scope_key, {})
         audit.append(
             "import",
@@ -204,7 +217,11 @@ def _write_rest(
                 "skipped_deleted": extras.get("skipped_deleted", 0),
                 "warnings": extras.get("warnings", 0),
                 **({"batched": True} if batched else {}),
-                **({"facts": written_facts, "messages": written_messages} if plan.facts or plan.messages else {}),
+                **(
+                    {"facts": written_facts.get(keys.scope_key, 0), "messages": written_messages.get(keys.scope_key, 0)}
+                    if plan.facts or plan.messages
+                    else {}
+                ),
             },
         )
 
