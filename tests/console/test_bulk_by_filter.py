@@ -98,6 +98,12 @@ def test_roles_and_scopes_are_enforced(viewer_client, operator_client, granted_c
     assert post_matching(granted_client, url, light_scope, "archive", "importance=5").status_code == 404
 
 
+def test_a_viewer_is_refused_before_the_form_is_read(viewer_client, url, light_scope, many):
+    """Found by a user: a viewer's malformed bulk post was answered 400 (the form) before 403."""
+    response = viewer_client.post(url("episodes_bulk", light_scope.pk), {"action": "no-such-action"})
+    assert response.status_code == 403
+
+
 def test_bad_filters_are_a_400_with_the_reason(operator_client, url, light_scope, many):
     html = page_text(post_matching(operator_client, url, light_scope, "archive", "importance=9"), 400)
     assert "filters are not valid" in html

@@ -54,7 +54,7 @@ def _preview(keys: ScopeKeys, form: forms.BulkActionForm) -> bulk.Preview | None
 
 
 @require_POST
-@scope_view()
+@scope_view(roles.OPERATE)  # the least any bulk action needs: a viewer is refused before the form is read
 def episodes_bulk(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpResponse:
     """The first post previews, the confirmed second one acts (when what matches is still what the
     preview showed: otherwise it previews again)."""
