@@ -46,7 +46,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from . import audit, erasure_imports, erasure_index, facts, paging
+from . import audit, editing, erasure_imports, erasure_index, facts, paging
 from .audit import Actor
 from .counters import recount
 from .erasure_index import compact_database
@@ -149,12 +149,21 @@ def _other_snapshots(sender_id: str, bot_uuid: str) -> QuerySet[InjectionSnapsho
 
 
 def _audit_to_redact(sender_id: str, targets: set[str], entries: Iterable[AuditEntry]) -> Iterator[AuditEntry]:
-    """Those of `entries` about the person, by their structured fields: sent by them, or aimed at
-    their episodes or profile (`targets`). A payload that merely contains the id as a string is not
-    about them (erasing the id `active` must not redact every `{"status": "active"}` entry)."""
+    """Those of `entries` about the person, by their structured fields: sent by them, aimed at their
+    episodes or profile (`targets`), or an edit whose before- or after-image names them as the
+    speaker (an episode reassigned away from them keeps their id and name there). A payload that
+    merely contains the id as a string is not about them (erasing the id `active` must not redact
+    every `{"status": "active"}` entry)."""
     for entry in entries:
-        if entry.sender_id == sender_id or entry.target_id in targets:
+        if entry.sender_id == sender_id or entry.target_id in targets or _edit_names(entry, sender_id):
             yield entry
+
+
+def _edit_names(entry: AuditEntry, sender_id: str) -> bool:
+    if entry.operation not in editing.EDIT_OPERATIONS or entry.redacted:
+        return False
+    payload = entry.payload
+    return any((payload.get(side) or {}).get("sender_id") == sender_id for side in ("before", "after"))
 
 
 def _audit_entries(bot_uuid: str) -> QuerySet[AuditEntry]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from memconsole.memory import episodes, facts, injection, window
+from memconsole.memory import editing, episodes, facts, injection, window
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.erasure import erase_subject
 from memconsole.memory.models import AuditEntry, Episode, InjectionSnapshot
@@ -47,3 +47,20 @@ def test_a_padded_id_erases_the_person_it_names(keys, system):
     episodes.remember(keys, system, "I work as a pilot", sender_id="victim9")
     report = erase_subject(" victim9 ", bot_uuid=keys.bot_uuid, actor=system)
     assert report.episodes == 1 and not Episode.objects.exists()
+
+
+def test_it_redacts_the_edit_that_moved_an_episode_away_from_the_person(keys, system):
+    """Found by an auditor: an episode reassigned from the person to Bob kept their id and name in
+    the reassignment's before-image after they were erased."""
+    moved = episodes.remember(
+        keys, system, "Met the plumber", sender_id="victim7", sender_name="Zyxwell Quorra"
+    ).episode
+    editing.reassign_speaker(keys, system, moved.episode_id, "bob", "Bob")
+
+    erase_subject("victim7", bot_uuid=keys.bot_uuid, actor=system)
+
+    reassigned = AuditEntry.objects.get(operation="episode_reassign")
+    assert reassigned.redacted
+    assert "victim7" not in str(reassigned.payload) and "Zyxwell" not in str(reassigned.payload)
+    assert Episode.objects.get(pk=moved.pk).sender_id == "bob"  # the memory, now Bob's, stays
+    assert verify_audit_chain().ok
