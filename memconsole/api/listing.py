@@ -109,7 +109,7 @@ class Snapshot(BaseModel):
     episodes: list[dict[str, Any]] = Field(description="the episodes injected, as the bot received them")
     decision: dict[str, Any] | None = Field(
         description="the retrieval: floor, top_k and every candidate with its score breakdown and outcome "
-        "(injected, below_floor, cut_by_top_k); null for a snapshot recorded before candidates were kept"
+        "(injected, below_floor, cut_by_top_k, duplicate); null for a snapshot recorded before candidates were kept"
     )
 
 

@@ -203,7 +203,7 @@ def record_injection(
 def explanation(found: Retrieval, speaker: dict[str, Any]) -> dict[str, Any]:
     """The whole decision, as the snapshot keeps it: the query, the speaker, the floor, and the best
     SNAPSHOT_CANDIDATES candidates, each injected or dropped with its reason (below_floor,
-    cut_by_top_k) and its score breakdown (vector similarity, lexical score, weights)."""
+    cut_by_top_k, duplicate) and its score breakdown (vector similarity, lexical score, weights)."""
     record = found.explanation()
     candidates = record["candidates"]
     for candidate in candidates:
@@ -234,7 +234,7 @@ NEAR_MISSES = 10
 
 def explain_snapshot(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, Any] | None:
     """The snapshot's decision for the console: the injected memories beside the near misses (the
-    best dropped candidates, with why: below_floor or cut_by_top_k). Near misses are read from the
+    best dropped candidates, with why: below_floor, cut_by_top_k or duplicate). Near misses are read from the
     scope's episodes as they are now (a snapshot keeps no content of what it did not inject); one
     deleted since is shown as gone. None for a snapshot recorded before candidates were kept."""
     payload = snapshot.payload

@@ -40,6 +40,7 @@ from .validation import (
 )
 
 KEPT, BELOW_FLOOR, CUT_BY_TOP_K = "kept", "below_floor", "cut_by_top_k"
+DUPLICATE = "duplicate"  # the same text as a memory kept above it: one copy is enough in a prompt
 # A question about a speaker (first person by them, or naming them) takes their own episodes down to
 # this share of the floor (0.25 of 0.30): on bench/recall_quality.py a floor of 0.25 still injects
 # nothing for irrelevant questions, and "What is my job?" then finds the asker's "I work as a pilot"
@@ -378,13 +379,17 @@ class _Pool:
             return ranking.is_exact_id_query(query, e.episode_id), own, parts.topical if own else 0.0, c.hit.score, e.id
 
         candidates.sort(key=order, reverse=True)
-        kept = 0
+        kept, texts = 0, set()  # the texts kept so far: a bot that remembers a fact twice gets it once
         for candidate in candidates:
             exact_id = ranking.is_exact_id_query(query, candidate.hit.episode.episode_id)
+            same_text = " ".join(candidate.hit.episode.content.casefold().split())
             if not passes(candidate) and not exact_id:
                 candidate.outcome = BELOW_FLOOR
+            elif same_text in texts and not exact_id:
+                candidate.outcome = DUPLICATE
             elif kept >= top_k:
                 candidate.outcome = CUT_BY_TOP_K
             else:
                 kept += 1
+                texts.add(same_text)
         return candidates

@@ -282,3 +282,19 @@ def test_another_scopes_episodes_never_surface(keys, other_keys, system):
 
     assert all(hit.episode.user_key == keys.user_key for hit in hits)
     assert derive_scope("bot-a", "group_100", "session").user_key == keys.user_key
+
+
+def test_the_same_memory_remembered_twice_is_injected_once(keys, system):
+    """Found by a bot developer: a bot that remembered a preference three times got its top_k of 3
+    filled with three copies of one line."""
+    for _ in range(3):
+        episodes.remember(keys, system, "I prefer short answers with bullet points", sender_id="sam")
+    episodes.remember(keys, system, "I  prefer SHORT answers with bullet points ", sender_id="sam")
+    episodes.remember(keys, system, "I like answers that are short and to the point", sender_id="sam")
+
+    made = injection.record_injection(keys, system, "How should you answer me?", sender_id="sam", top_k=3)
+
+    texts = [" ".join(hit.episode.content.casefold().split()) for hit in made.hits]
+    assert texts and len(texts) == len(set(texts))
+    outcomes = [c["outcome"] for c in made.snapshot.payload["retrieval"]["candidates"]]
+    assert outcomes.count("duplicate") == 3 and outcomes.count("injected") == len(texts)
