@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from memconsole.memory.models import STATUSES, AuditHead, Episode, EpisodeCounts
+from memconsole.memory.pending_models import PendingVector
 
 NOT_INDEXED_CAP = 100_000
 
@@ -29,7 +30,10 @@ class MemoryCollector(Collector):
         up = GaugeMetricFamily("memconsole_database_up", "Whether /metrics could read the database.")
         try:
             totals = EpisodeCounts.objects.aggregate(**{status: Sum(status) for status in STATUSES})
-            not_indexed = Episode.objects.filter(vector_current=False).values("pk")[:NOT_INDEXED_CAP].count()
+            # Not the write-behind backlog (its own gauge): those are found by recall and being written.
+            waiting = PendingVector.objects.values("episode_id")
+            unindexed = Episode.objects.filter(vector_current=False).exclude(pk__in=waiting)
+            not_indexed = unindexed.values("pk")[:NOT_INDEXED_CAP].count()
             chain_length = AuditHead.objects.aggregate(entries=Sum("seq"))["entries"] or 0
         except DatabaseError as exc:
             log.warning("metrics: the database could not be read: %s", exc)
@@ -44,8 +48,9 @@ class MemoryCollector(Collector):
         yield episodes
         yield GaugeMetricFamily(
             "memconsole_episodes_not_indexed",
-            f"Episodes saved but not (or not currently) in the vector index; `manage.py reindex` indexes "
-            f"them. Counted up to {NOT_INDEXED_CAP}.",
+            f"Episodes saved but not (or not currently) in the vector index and not waiting for the "
+            f"indexer (memconsole_index_backlog counts those); `manage.py reindex` indexes them. "
+            f"Counted up to {NOT_INDEXED_CAP}.",
             value=not_indexed,
         )
         yield GaugeMetricFamily(
