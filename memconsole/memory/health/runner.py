@@ -18,7 +18,7 @@ from ..scopes import unregistered_scopes
 from ..wording import said
 from . import backlog, checks, erasures, integrity
 from .cleanup import cleanup, sweep_leftovers
-from .probe import Canaries, new_canaries, run_probe_checks
+from .probe import PROBE_CHECKS, Canaries, new_canaries, run_probe_checks
 from .result import OK, Check, HealthResult, safely, worst
 
 log = logging.getLogger("memconsole.health")
@@ -64,7 +64,13 @@ def run_health_check(
     results["database"] = safely("database", checks.check_database)
     results["vector_index"] = safely("vector_index", checks.check_vector_index)
     results["embedding"] = safely("embedding", checks.check_embedding)
-    results.update(_run_probe(on_canaries))
+    try:
+        results.update(_run_probe(on_canaries))
+    except Exception as exc:  # the probe could not start (the database is down): each of its checks says so
+        log.exception("the health probe could not run")
+        failed = safely("write", _raise, exc)
+        for check_id in ("write", *PROBE_CHECKS, "cleanup"):
+            results.setdefault(check_id, Check(check_id, failed.status, failed.detail, failed.fix))
     results["index_drift"] = safely("index_drift", integrity.check_index_drift)
     results["index_backlog"] = safely("index_backlog", backlog.check_index_backlog)
     results["audit_chain"] = safely("audit_chain", integrity.check_audit_chain)
@@ -80,6 +86,10 @@ def run_health_check(
     )
     _record(actor, result, store)
     return result.as_dict()
+
+
+def _raise(exc: Exception) -> Check:
+    raise exc
 
 
 def latest_runs(limit: int = 20) -> list[HealthRun]:
