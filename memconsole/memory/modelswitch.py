@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,26 @@ CACHE_SECONDS = 2.0
 
 _cache_lock = threading.Lock()
 _cache: dict[str, Any] = {}
+_observing: ContextVar[bool] = ContextVar("memconsole_modelswitch_observing", default=False)
+
+
+@contextmanager
+def observing() -> Iterator[None]:
+    """Within it `current()` reads the recorded state and records no switch: a health check run
+    with other settings than the server's (a cron line without its MEMCONSOLE_MODEL_DIR) must not
+    start a switch of the whole install (`recorded_elsewhere` says what differs)."""
+    token = _observing.set(True)
+    try:
+        yield
+    finally:
+        _observing.reset(token)
+
+
+def recorded_elsewhere() -> tuple[str, str] | None:
+    """(the model this process is configured with, the model the install records) when they differ."""
+    state = EmbeddingState.objects.filter(pk=1).first()
+    target = embeddings.current_model_id()
+    return (target, state.model_id) if state is not None and state.model_id != target else None
 
 
 def _forget(**kwargs: Any) -> None:
@@ -68,6 +91,8 @@ def current() -> EmbeddingState:
     """The state for the configured model, detecting (and recording) a switch; cached ~2 s."""
     with unavailable_on_failure():
         target = embeddings.current_model_id()
+    if _observing.get() and (recorded := EmbeddingState.objects.filter(pk=1).first()) is not None:
+        return recorded
     now = time.monotonic()
     with _cache_lock:
         cached = _cache.get("state")

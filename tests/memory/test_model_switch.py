@@ -17,7 +17,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from memconsole.lib import embeddings, vectors
-from memconsole.memory import episodes, modelswitch, reembed, retrieval, tokens
+from memconsole.memory import episodes, health, modelswitch, reembed, retrieval, tokens
 from memconsole.memory.audit import Actor
 from memconsole.memory.embedding_state import EmbeddingState
 from memconsole.memory.models import Episode
@@ -293,3 +293,20 @@ def test_first_start_says_the_model_changed_and_that_the_server_reembeds(system,
     text = out.getvalue()
     assert "The embedding model changed (lexical-fallback-v1 -> minilm-" in text
     assert "re-embeds the memory in the background (0% done)" in text
+
+
+@pytest.mark.django_db
+def test_a_health_check_run_with_another_model_setting_starts_no_switch(system, settings, tmp_path):
+    """Found by an operator: a cron `memory_health` without the server's MEMCONSOLE_MODEL_DIR recorded
+    a switch of the whole install to the lexical fallback, and the live server switched back."""
+    seed(system, scopes=1, per_scope=5)
+    recorded = modelswitch.current()
+    assert not recorded.switching
+    settings.MEMCONSOLE_MODEL_DIR = tmp_path / "no-model"  # this process only: the server keeps its model
+
+    result = health.run_health_check(Actor.system("cron"), store=False)
+
+    state = EmbeddingState.objects.get(pk=1)
+    assert state.model_id == recorded.model_id and not state.switching
+    embedding = next(check for check in result["checks"] if check["id"] == "embedding")
+    assert embedding["status"] == "WARN" and "No switch was started from here" in embedding["detail"]

@@ -9,6 +9,7 @@ from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings, vectors
 
+from .. import modelswitch
 from ..models import Episode
 from ..pending_models import PendingVector
 from ..scopes import PROBE_USER_KEY_PREFIX
@@ -100,6 +101,25 @@ def check_embedding() -> Check:
     if vector.shape != (1, embeddings.DIMENSIONS) or abs(float((vector[0] ** 2).sum()) - 1.0) > 1e-3:
         return Check("embedding", ERROR, f"the embedder returned vectors of shape {vector.shape}, not unit length")
     model_dir = settings.MEMCONSOLE_MODEL_DIR
+    if differs := modelswitch.recorded_elsewhere():
+        return Check(
+            "embedding",
+            WARN,
+            said(
+                gettext_noop(
+                    "This process is set up for model %(configured)s (MEMCONSOLE_MODEL_DIR=%(folder)s) but the "
+                    "install's index is built with %(recorded)s: the checks that search may fail for that reason "
+                    "alone. No switch was started from here."
+                ),
+                configured=differs[0],
+                folder=str(model_dir),
+                recorded=differs[1],
+            ),
+            gettext_noop(
+                "Run the check with the server's settings (its MEMCONSOLE_MODEL_DIR). A model switch starts from the "
+                "server or `first_start` with the new setting."
+            ),
+        )
     if embedder.is_fallback:
         return Check(
             "embedding",

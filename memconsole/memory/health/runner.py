@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from .. import audit
+from .. import audit, modelswitch
 from ..audit import Actor
 from ..models import HealthRun
 from ..scopes import unregistered_scopes
@@ -58,6 +58,11 @@ def run_health_check(
     before any read check, so that tests can tamper with the index mid-probe; if it raises, the
     probe still cleans up and the exception propagates.
     """
+    with modelswitch.observing():  # a check run with other settings than the server's records no switch
+        return _run_checks(actor, store, on_canaries)
+
+
+def _run_checks(actor: Actor, store: bool, on_canaries: Callable[[Canaries], None] | None) -> dict[str, Any]:
     started = time.monotonic()
     checked_at = timezone.now()
     results: dict[str, Check] = {}
