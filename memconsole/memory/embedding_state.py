@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -45,10 +43,3 @@ class EmbeddingState(models.Model):
         if not self.switching:
             return 100
         return min(99, 100 * self.episodes_done // self.episodes_total) if self.episodes_total else 0
-
-    def as_dict(self) -> dict[str, Any]:
-        """What /readyz and the API say: the model answering recall and how far a switch is."""
-        out: dict[str, Any] = {"model": self.serving_model_id if self.switching else self.model_id}
-        if self.switching:
-            out["reembedding"] = {"to_model": self.model_id, "percent": self.percent}
-        return out

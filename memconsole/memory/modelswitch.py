@@ -195,12 +195,28 @@ def write_serving(user_key: str, ids: list[str], texts: list[str], metadatas: li
         vectors.upsert(user_key, serving, ids, old.embed(texts), metadatas)
 
 
+def answering(state: EmbeddingState) -> str:
+    """The model recall answers with: during a switch the earlier one while its files can be loaded,
+    else (and after) the configured one, over what is re-embedded so far (`query_vector`)."""
+    if state.switching and state.serving_model_id and serving_embedder(state) is not None:
+        return state.serving_model_id
+    return state.model_id
+
+
+def status(state: EmbeddingState) -> dict[str, Any]:
+    """What /readyz says: the model answering recall and how far a switch is."""
+    out: dict[str, Any] = {"model": answering(state)}
+    if state.switching:
+        out["reembedding"] = {"to_model": state.model_id, "percent": state.percent}
+    return out
+
+
 def describe(state: EmbeddingState | None = None) -> str:
     """One sentence for the banner: the model answering and how far a switch is ("" when none)."""
     state = state or current()
     if not state.switching:
         return ""
-    old = state.serving_model_id or _("the earlier index")
+    old = answering(state) if state.serving_model_id else _("the earlier index")
     return _(
         "The embedding model is changing to %(new)s: %(percent)s%% of the memory is re-embedded. "
         "Until it is done, recall answers with %(old)s."
@@ -216,6 +232,7 @@ def error_note() -> str:
     if not state.switching:
         return ""
     return (
-        f" (a model switch is under way: recall answers with {state.serving_model_id or 'the earlier index'} "
+        f" (a model switch is under way: recall answers with "
+        f"{answering(state) if state.serving_model_id else 'the earlier index'} "
         f"while {state.model_id} is re-embedded, {state.percent}% done)"
     )

@@ -272,6 +272,9 @@ def test_an_earlier_model_whose_files_are_gone_gives_way_to_what_is_reembedded(k
     modelswitch.forget()
     state = modelswitch.current()
     assert state.switching and state.serving_model_id == gone
+    # Found by an operator: /readyz, the banner and a 503 named the earlier model, which cannot load.
+    assert modelswitch.status(state)["model"] == state.model_id
+    assert gone not in modelswitch.describe(state) and gone not in modelswitch.error_note()
 
     assert modelswitch.query_vector(keys.user_key, "trip")[0] == state.model_id  # the new model's copy
     assert retrieval.recall(keys, "a trip to Beijing next month") is not None  # answers (lexical fills in)

@@ -66,7 +66,7 @@ def embedding_status() -> dict[str, object] | None:
     try:
         reembed.ensure_running()
         state = modelswitch.current()
-        return state.as_dict() if state.switching else None
+        return modelswitch.status(state) if state.switching else None
     except Exception:  # an unreadable state or model never makes /readyz fail: the checks above say why
         log.warning("readyz: embedding state unreadable", exc_info=True)
         return None

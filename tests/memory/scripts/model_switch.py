@@ -67,7 +67,7 @@ def switch(payload: dict) -> dict:
             connection.close()
 
     def progress(stage: str, done: int, total: int) -> None:
-        print(f"progress {done}/{total} {json.dumps(modelswitch.current().as_dict())}", flush=True)
+        print(f"progress {done}/{total} {json.dumps(modelswitch.status(modelswitch.current()))}", flush=True)
 
     recaller = threading.Thread(target=recall_forever, daemon=True)
     recaller.start()
@@ -85,7 +85,7 @@ def check(payload: dict) -> dict:
     keys = scopes(payload["scopes"])
     return {
         "switching": state.switching,
-        "state": state.as_dict(),
+        "state": modelswitch.status(state),
         "episodes_done": state.episodes_done,
         "row_models": sorted(set(Episode.objects.values_list("vector_model", flat=True))),
         "collection_models": sorted({vectors.collection_model(k.user_key) or "" for k in keys}),
