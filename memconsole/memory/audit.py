@@ -3,7 +3,8 @@
 Each entry stores the previous entry's hash in its chain and an HMAC over its structural fields
 plus a keyed digest of its payload. Everything that can carry personal content (summary, before,
 after, metadata, sender_name) lives in the payload, so erasure can redact a payload
-(`redacted=True`, digest kept) while edits, insertions and deletions of entries are still detected.
+(`redacted=True`, digest kept) while edits, insertions and deletions of entries are still detected;
+a redacted entry verifies only in the erasure form, bound to its erasure's receipt (`redactions`).
 
 An entry's chain is its scope_key ("" for install-wide entries: tokens, users, erasure receipts,
 and every entry written before per-space chains, whose hashes stay as they were). Appends to one
@@ -31,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import checkpoints, rowstate
+from . import checkpoints, redactions, rowstate
 from .actors import Actor as Actor  # re-exported: audit.Actor, as every caller names it
 from .auditkey import GENESIS as GENESIS  # re-exported: audit.GENESIS, audit.audit_key, audit.key_id
 from .auditkey import audit_key as audit_key
@@ -254,12 +255,14 @@ def append(
     after: Any = None,
     metadata: dict[str, Any] | None = None,
     rows: Iterable[Any] = (),
+    audit_id: str = "",
 ) -> AuditEntry:
     """Append one entry to the chain. Call inside `transaction.atomic()`, after saving the rows
     the entry is about: it records the after-state of every episode and profile sealed or saved in
     the transaction since the previous append (`rowstate`), and of `rows` (rows changed with
     `QuerySet.update()` or `bulk_update()`, which no signal reports: pass them refreshed). A
-    `Said` summary (`wording`) is stored in English and, under "said", with what translates it."""
+    `Said` summary (`wording`) is stored in English and, under "said", with what translates it.
+    `audit_id`: one chosen beforehand (an erasure's receipt, which its redactions name)."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit.append must run inside transaction.atomic()")
     row_states = rowstate.encode(rowstate.digests([*rowstate.take(), *rows], audit_key()))
@@ -282,7 +285,7 @@ def append(
     entry = AuditEntry(
         chain=chain,
         seq=head.seq + 1,
-        audit_id=uuid.uuid4().hex,
+        audit_id=audit_id or uuid.uuid4().hex,
         timestamp=timezone.now(),
         operation=operation,
         scope_key=scope_key,
@@ -335,20 +338,29 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
 
 
-def entry_problem(entry: AuditEntry, previous_hash: str) -> str | None:
-    """Why this entry breaks the chain after an entry whose hash is `previous_hash`, or None."""
+def entry_problem(entry: AuditEntry, previous_hash: str, receipts: redactions.Receipts) -> str | None:
+    """Why this entry breaks the chain after an entry whose hash is `previous_hash`, or None. The
+    `redacted` flag is not covered by the HMAC: a redacted entry must prove its erasure (`receipts`)."""
     if entry.prev_hash != previous_hash:
         return "does not link to the previous entry"
     if not hmac.compare_digest(entry.entry_hash, entry_hash(entry)):
         return "its fields were changed"
-    if not entry.redacted:
-        try:
-            payload = entry.payload
-        except Exception as exc:  # undecryptable or malformed payload is a broken entry
-            return f"payload unreadable: {exc}"
-        if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
-            return "its payload was changed"
+    try:
+        payload = entry.payload
+    except Exception as exc:  # undecryptable or malformed payload is a broken entry
+        return f"payload unreadable: {exc}"
+    if entry.redacted:
+        return receipts.problem(entry, payload)
+    if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
+        return "its payload was changed"
     return None
+
+
+def sealed(entry: AuditEntry, payload: dict[str, Any]) -> bool:
+    """Whether an entry's HMAC and the digest of this, its payload, hold (an erasure receipt's test)."""
+    return hmac.compare_digest(entry.entry_hash, entry_hash(entry)) and hmac.compare_digest(
+        entry.payload_digest, payload_digest(payload)
+    )
 
 
 def verify_audit_chain(batch: int = 2000) -> ChainReport:
@@ -360,9 +372,9 @@ def verify_audit_chain(batch: int = 2000) -> ChainReport:
         | {chain for chain, head in head_rows.items() if head.seq}
         | set(anchors.last)
     )
-    checked = 0
+    checked, receipts = 0, redactions.Receipts(sealed)
     for chain in chains:
-        report = _verify_one(chain, head_rows.get(chain), anchors, batch)
+        report = _verify_one(chain, head_rows.get(chain), anchors, receipts, batch)
         if not report.ok:
             return report
         checked += report.checked
@@ -371,7 +383,9 @@ def verify_audit_chain(batch: int = 2000) -> ChainReport:
     return ChainReport(True, checked, chains=len(chains), checkpoints=anchors.checkpoints)
 
 
-def _verify_one(chain: str, head: AuditHead | None, anchors: checkpoints.Anchors, batch: int) -> ChainReport:
+def _verify_one(
+    chain: str, head: AuditHead | None, anchors: checkpoints.Anchors, receipts: redactions.Receipts, batch: int
+) -> ChainReport:
     expected_prev, expected_seq, checked = GENESIS, 1, 0
     anchored = anchors.expected.get(chain, {})
     while True:
@@ -383,7 +397,7 @@ def _verify_one(chain: str, head: AuditHead | None, anchors: checkpoints.Anchors
                 return ChainReport(
                     False, checked, expected_seq, None, f"entry #{expected_seq} is missing (deleted)", chain
                 )
-            problem = entry_problem(entry, expected_prev)
+            problem = entry_problem(entry, expected_prev, receipts)
             if problem is None and anchored.get(entry.seq, entry.entry_hash) != entry.entry_hash:
                 problem = "it is not the entry a checkpoint recorded here"
             if problem:
@@ -405,27 +419,28 @@ def _verify_one(chain: str, head: AuditHead | None, anchors: checkpoints.Anchors
 
 def verify_entries(entries: list[AuditEntry]) -> ChainReport:
     """The chains checked around these entries only (one page of the audit screen): each entry's
-    HMAC, its payload digest, and its link to the entry just before it in its chain."""
+    HMAC, its payload digest (or its erasure receipt), and its link to the entry just before it."""
     wanted = Q(pk__in=[])
     for entry in entries:
         wanted |= Q(chain=entry.chain, seq=entry.seq - 1)
     previous = {
         (chain, seq): h for chain, seq, h in AuditEntry.objects.filter(wanted).values_list("chain", "seq", "entry_hash")
     }
-    checked = 0
+    checked, receipts = 0, redactions.Receipts(sealed)
     for entry in sorted(entries, key=lambda row: (row.chain, row.seq)):
         before = GENESIS if entry.seq == 1 else previous.get((entry.chain, entry.seq - 1))
         if before is None:
             reason = f"entry #{entry.seq - 1} is missing (deleted)"
             return ChainReport(False, checked, entry.seq - 1, None, reason, entry.chain)
-        if problem := entry_problem(entry, before):
+        if problem := entry_problem(entry, before, receipts):
             return ChainReport(False, checked, entry.seq, entry.audit_id, problem, entry.chain)
         checked += 1
     return ChainReport(True, checked)
 
 
 def redact(entry: AuditEntry, replacement: dict[str, Any]) -> None:
-    """Replace an entry's payload (erasure). The digest of the original stays, so the chain verifies."""
+    """Replace an entry's payload (erasure: `redactions.replacement`, naming its receipt). The digest
+    of the original stays, so the chain verifies."""
     entry.set_payload(replacement)
     entry.redacted = True
     entry.save(update_fields=["payload_stored", "encrypted", "redacted"])

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import logging
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,7 +47,7 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from . import audit, editing, erasure_imports, erasure_index, facts, paging
+from . import audit, editing, erasure_imports, erasure_index, facts, paging, redactions
 from .audit import Actor
 from .counters import recount
 from .erasure_index import compact_database
@@ -182,6 +183,8 @@ class _Found:
     profile_pks: list[int]
     rewrites: list[tuple[InjectionSnapshot, dict[str, Any]]]
     to_redact: list[AuditEntry]
+    receipt_id: str = ""  # chosen before the redactions, which name it
+    redacted: list[str] = field(default_factory=list)  # the audit ids this erasure redacted (its receipt lists them)
 
     @property
     def episode_ids(self) -> set[str]:
@@ -306,11 +309,12 @@ def _erase(
         report.snapshots_redacted = len(found.rewrites)
         report.audit_redacted = len(found.to_redact)
 
-        now = timezone.now()
-        replacement = {"redacted": "erasure", "redacted_at": now.isoformat()}
+        found.receipt_id = uuid.uuid4().hex  # each redaction names the receipt written below, which lists them
+        replacement = redactions.replacement(found.receipt_id, timezone.now())
         for entry in found.to_redact:
-            if not entry.redacted or entry.payload != replacement:
+            if not redactions.names_receipt(entry):  # one an earlier erasure redacted stays bound to it
                 audit.redact(entry, replacement)
+                found.redacted.append(entry.audit_id)
             audit.erase_identifiers(
                 entry,
                 sender_id=entry.sender_id == sender_id,
@@ -360,11 +364,13 @@ def _erase(
 def _receipt_and_journal(
     report: ErasureReport, actor: Actor, found: _Found, index_keys: set[str], index_ids: set[str], resumed: bool
 ) -> ErasureJournal:
-    """The audited receipt and the journal of the vector part, in the erasure's transaction."""
+    """The audited receipt (with the id its redactions name, listing them) and the journal of the
+    vector part, in the erasure's transaction."""
     bot_uuid = report.bot_uuid
     receipt = audit.append(
-        "erase_subject",
+        redactions.RECEIPT_OPERATION,
         actor,
+        audit_id=found.receipt_id,
         # One bot's erasure is that bot's (user key): an admin limited to it reads the receipt.
         user_key=f"{RESERVED_BOT_UUID}:{bot_uuid}" if bot_uuid else "",
         target_type="subject",
@@ -392,6 +398,7 @@ def _receipt_and_journal(
             "import_files": report.import_files,
             "import_report_items": report.import_report_items,
             **({"resumed": True} if resumed else {}),
+            redactions.LISTED: sorted(found.redacted),
         },
     )
     report.receipt_audit_id = receipt.audit_id

@@ -11,6 +11,7 @@ import pytest
 
 from memconsole.memory import audit, episodes, profiles
 from memconsole.memory.audit import Actor, verify_audit_chain
+from memconsole.memory.erasure import erase_subject
 from memconsole.memory.models import AuditEntry, AuditHead
 
 pytestmark = pytest.mark.django_db
@@ -200,14 +201,15 @@ def test_it_detects_a_copied_entry_replayed_later(chain):
     assert (report.ok, report.broken_seq) == (False, 6)
 
 
-def test_it_keeps_verifying_after_a_payload_is_redacted(chain, keys, system):
-    entry = AuditEntry.objects.get(seq=2)
-    audit.redact(entry, {"summary": "[erased]", "sender_name": "", "before": None, "after": None, "metadata": {}})
+def test_it_keeps_verifying_after_an_erasure_redacts_a_payload(chain, keys, system):
+    """Redacted by a real erasure, bound to its receipt: any other redaction is tampering
+    (tests/memory/test_audit_redaction.py)."""
+    erase_subject("u1", bot_uuid=keys.bot_uuid, actor=system)
 
-    entry.refresh_from_db()
+    entry = AuditEntry.objects.get(audit_id=chain[1].audit_id)
     assert entry.redacted
-    assert entry.payload["summary"] == "[erased]"
-    assert "memory number" not in entry.payload_stored
+    assert entry.payload["redacted"] == "erasure" and entry.payload["receipt"]
+    assert "memory number 1" not in entry.payload_stored
     assert verify_audit_chain().ok
     # and later appends chain on as usual
     episodes.remember(keys, system, "after the erasure")
