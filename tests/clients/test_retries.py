@@ -146,3 +146,65 @@ def test_a_token_no_http_header_can_carry_is_refused_when_the_client_is_made(tok
     """Before, such a token raised a raw UnicodeEncodeError from the first call."""
     with pytest.raises(ValueError, match="token must be the bot token"):
         MemoryClient("http://memory.test", token, "bot-a", "g")
+
+
+# --- found in review: each failed before its fix ------------------------------------------------
+
+
+def test_it_backs_off_after_a_retry_after_date_already_past(sleeps):
+    """Before, an HTTP date in the past gave a wait of 0: three retries in the same instant."""
+    past = format_datetime(datetime.now(UTC) - timedelta(minutes=5), usegmt=True)
+    transport, seen = scripted(limited(past), limited("0"), limited(past), httpx.Response(200, json=PROFILE))
+    assert sync_client(transport).get_profile() == PROFILE
+    assert sleeps == [0.5, 1.0, 2.0] and len(seen) == 4
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:8151x", "http://[::1", "http://127.0.0.1:99999", "127.0.0.1:8151", "http://"]
+)
+def test_it_raises_memconsole_error_for_a_malformed_server_url(url):
+    """Before, httpx.InvalidURL, or an ExceptionGroup around an OverflowError (async), escaped."""
+    with pytest.raises(MemconsoleError) as error, MemoryClient(url, "mct_x", "bot-a", "g", timeout=2) as memory:
+        memory.recall("x")
+    assert (error.value.status, error.value.code) == (0, "invalid_url") and "check the URL" in error.value.message
+
+    async def main() -> None:
+        async with AsyncMemoryClient(url, "mct_x", "bot-a", "g", timeout=2) as memory:
+            await memory.recall("x")
+
+    with pytest.raises(MemconsoleError) as error:
+        anyio.run(main)
+    assert (error.value.status, error.value.code) == (0, "invalid_url")
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [OverflowError("connect(): port must be 0-65535."), ExceptionGroup("connect", [OSError("no route")])],
+)
+def test_it_wraps_whatever_sending_raises_below_http(raised):
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise raised
+
+    with pytest.raises(MemconsoleError) as error:
+        sync_client(httpx.MockTransport(handler)).get_profile()
+    assert error.value.status == 0 and error.value.code in ("invalid_url", "unreachable")
+
+    async def main() -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
+            await AsyncMemoryClient("http://memory.test", "mct_x", "bot-a", "g", http_client=http).get_profile()
+
+    with pytest.raises(MemconsoleError) as error:
+        anyio.run(main)
+    assert error.value.status == 0
+
+
+@pytest.mark.parametrize("method", ["recall", "get_profile", "inject", "forget", "list_sessions", "list_episodes"])
+def test_it_refuses_a_successful_answer_without_what_the_call_returns(method):
+    """Before, a 200 `{}` (a proxy, another service at the address) raised KeyError, or was
+    handed on as an injection without blocks."""
+    transport, _ = scripted(httpx.Response(200, json={}))
+    args = {"recall": ("x",), "inject": ("x",), "forget": ("000000000000",)}.get(method, ())
+    with pytest.raises(MemconsoleError) as error:
+        getattr(sync_client(transport), method)(*args)
+    assert (error.value.status, error.value.code) == (200, "bad_response")
+    assert "is this address a memconsole server?" in error.value.message

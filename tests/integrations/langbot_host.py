@@ -162,8 +162,9 @@ class Host:
         )
         return str(answer["tool_response"])
 
-    async def command(self, text: str, query_id: int, session_name: str) -> list[str]:
-        """`!memory ...`: the texts the command answers."""
+    async def command(self, text: str, query_id: int, session_name: str, privilege: int = 1) -> list[str]:
+        """`!memory ...`: the texts the command answers. LangBot passes privilege 2 for a chat in its
+        `admins` list, else 1."""
         params = text.split()[1:]
         launcher_type, _, launcher_id = session_name.partition("_")
         context = {
@@ -175,7 +176,7 @@ class Host:
             "crt_command": text.split()[0].lstrip("!"),
             "params": params,
             "crt_params": params,
-            "privilege": 1,
+            "privilege": privilege,
         }
         answers = self.handler.call_action_generator(
             RuntimeToPluginAction.EXECUTE_COMMAND, {"command_context": context}, timeout=60

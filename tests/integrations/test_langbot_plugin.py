@@ -8,8 +8,6 @@ before each answer, and a user types `!memory` commands.
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 
@@ -142,27 +140,27 @@ def test_the_memory_command_lists_searches_forgets_and_exports(host, config):
 
     overview, listed, searched = run(host, config, play)
     assert "Session: group_1001" in overview[0] and "Current speaker: Alice (u1)" in overview[0]
-    assert listed[0].splitlines()[1].endswith("Alice: Alice's sister is called Mia")  # newest first
+    assert listed[0].splitlines()[1].endswith("Alice (u1): Alice's sister is called Mia")  # newest first
     assert "Alice likes green tea" in searched[0].splitlines()[1]
 
     target = next(e.episode_id for e in Episode.objects.all() if "green tea" in e.content)
 
     async def play_more(lb):
         q = lb.new_query("x", sender_id="u1", sender_name="Alice")
-        forgot = await lb.command(f"!memory forget {target}", q, GROUP)
+        forgot = await lb.command(f"!memory forget {target}", q, GROUP)  # her own: no privilege needed
         again = await lb.command(f"!memory forget {target}", q, GROUP)
-        exported = await lb.command("!memory export", q, GROUP)
+        exported = await lb.command("!memory export", q, GROUP, privilege=2)
         bad = await lb.command("!memory list 0", q, GROUP)
         return forgot, again, exported, bad
 
     forgot, again, exported, bad = run(host, config, play_more)
     assert forgot == [f"[Memory] forgot {target}."]
     assert again == [f"[Memory] no memory {target} in this chat."]
-    document = json.loads(exported[0])
-    assert [e["content"] for e in document["episodes"]["episodes"]] == ["Alice's sister is called Mia"]
+    assert exported[0].startswith("[Memory] memories written in this chat (group_1001, session isolation): 1.")
+    assert "Mia" not in exported[0]  # a pointer to the console, not the document
     assert bad[0].startswith("Usage: !memory list [n]")
     operations = set(AuditEntry.objects.values_list("operation", flat=True))
-    assert {"remember", "delete", "export"} <= operations
+    assert {"remember", "delete"} <= operations
 
 
 def test_a_memory_cannot_pose_as_another_record_in_what_the_tools_print(host, config):
@@ -180,7 +178,7 @@ def test_a_memory_cannot_pose_as_another_record_in_what_the_tools_print(host, co
 
     found, listed = run(host, config, play)
     printed = str(found).splitlines()
-    assert len(printed) == 1 and printed[0].startswith("[1] ") and "Mallory: I like tea" in printed[0]
+    assert len(printed) == 1 and printed[0].startswith("[1] ") and "Mallory (m1): I like tea" in printed[0]
     memories = [line for line in listed[0].splitlines() if line.startswith("- ")]
     assert len(memories) == 1 and "PIN" in memories[0]  # the forged "record" stays inside Mallory's line
     assert not any(line.startswith("[2]") for line in listed[0].splitlines())
@@ -276,3 +274,142 @@ def test_a_token_pasted_with_an_invisible_character_or_a_wrong_address_is_said_p
     _, said = run(host, elsewhere, play)
     assert said.startswith("Error: 404 from the memconsole address; check memconsole_url")
     assert "<" not in said and not Episode.objects.exists()
+
+
+# --- found in review: each failed before its fix ------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8151x", "http://[::1", "http://127.0.0.1:99999", "127.0.0.1:8151"])
+def test_it_a_malformed_memconsole_url_never_breaks_the_answer_and_says_what_to_fix(host, config, url):
+    """Before, httpx.InvalidURL (or an ExceptionGroup around an OverflowError) escaped the event
+    handler, so LangBot's PromptPreProcessing failed and the bot did not answer."""
+
+    async def play(lb):
+        q = lb.new_query("Where do I live?", sender_id="u1", sender_name="Alice")
+        event = await lb.prompt_preprocessing(q, GROUP)
+        said = await lb.call_tool("remember", {"content": "Alice lives in Oslo"}, q, GROUP)
+        found = await lb.call_tool("recall_memory", {"query": "Oslo"}, q, GROUP)
+        shown = await lb.command("!memory", q, GROUP)
+        return event, said, found, shown
+
+    event, said, found, shown = run(host, {**config, "memconsole_url": url}, play)
+    assert [m["content"] for m in event["default_prompt"]] == ["You are a helpful bot."]
+    for text in (said, found, shown[0]):
+        assert text.startswith("Error: memconsole_url is not a valid address") and "check memconsole_url" in text
+
+
+def test_it_a_message_without_text_still_gets_the_profiles_and_the_ltm_context(host, config):
+    """Before, an image, file or sticker (user_message_text "") skipped the injection entirely."""
+
+    async def play(lb):
+        q = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("update_profile", {"field": "traits", "action": "add", "value": "vegetarian"}, q, GROUP)
+        await lb.call_tool("remember", {"content": "Alice is moving to Lisbon"}, q, GROUP)
+        image = lb.new_query("", sender_id="u1", sender_name="Alice")
+        event = await lb.prompt_preprocessing(image, GROUP)
+        return event, lb.queries[image]
+
+    event, query_vars = run(host, config, play)
+    system = "\n".join(m["content"] for m in event["default_prompt"][1:])
+    assert "[Speaker profile: Alice]\nTraits: vegetarian" in system
+    assert not any("Lisbon" in m["content"] for m in event["prompt"])  # no query: no episodes
+    context = query_vars["_ltm_context"]
+    assert context["speaker"] == {"id": "u1", "name": "Alice"}
+    assert context["speaker_profile"]["traits"] == ["vegetarian"] and context["speaker_profile"]["updated_at"]
+    assert context["session_profile"] == {"name": "", "traits": [], "preferences": [], "notes": "", "updated_at": ""}
+    assert context["episodes"] == []
+
+
+def test_it_tells_the_model_who_is_speaking_in_a_group_chat(host, config):
+    """Before, a speaker without a profile got nothing, and one with a profile only their name."""
+
+    async def play(lb):
+        q = lb.new_query("hi all", sender_id="u2", sender_name="Bob")
+        fresh = await lb.prompt_preprocessing(q, GROUP)
+        await lb.call_tool("update_profile", {"field": "traits", "action": "add", "value": "night owl"}, q, GROUP)
+        q = lb.new_query("hi again", sender_id="u2", sender_name="Bob")
+        profiled = await lb.prompt_preprocessing(q, GROUP)
+        return fresh, profiled
+
+    fresh, profiled = run(host, config, play)
+    for event in (fresh, profiled):
+        system = "\n".join(m["content"] for m in event["default_prompt"][1:])
+        assert "[Current speaker]\nName: Bob\nID: u2" in system
+    assert "night owl" in profiled["default_prompt"][1]["content"]
+
+
+def test_it_recall_memory_shows_speaker_ids_and_explains_a_speaker_id_that_is_no_ones(host, config):
+    """Before, speaker_id matched sender ids only, which the model never saw: "Alice" answered
+    "No matching memories." as if she had said nothing."""
+
+    async def play(lb):
+        alice = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("remember", {"content": "Alice likes green tea"}, alice, GROUP)
+        bob = lb.new_query("x", sender_id="u2", sender_name="Bob")
+        await lb.call_tool("remember", {"content": "Bob likes black coffee"}, bob, GROUP)
+        return [
+            await lb.call_tool("recall_memory", {"query": "what do they drink?", **filters}, bob, GROUP)
+            for filters in ({}, {"speaker_id": "u1"}, {"speaker_id": "alice"}, {"speaker_id": "Carol"})
+        ]
+
+    everyone, by_id, by_name, nobody = run(host, config, play)
+    assert "Alice (u1): Alice likes green tea" in everyone and "Bob (u2): Bob likes black coffee" in everyone
+    assert "green tea" in by_id and "coffee" not in by_id
+    assert "Alice (u1): Alice likes green tea" in by_name and "coffee" not in by_name  # a name reads as its id
+    assert nobody.startswith("No speaker with the id 'Carol' in this chat's memory.")
+    assert "Alice (u1)" in nobody and "Bob (u2)" in nobody
+
+
+def test_it_memory_management_commands_need_the_admin_privilege(host, config):
+    """Before, any member could delete another's memory and dump the whole memory into the chat."""
+
+    async def remember(lb):
+        alice = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        await lb.call_tool("remember", {"content": "Alice likes green tea"}, alice, GROUP)
+
+    run(host, config, remember)
+    target = Episode.objects.get().episode_id
+
+    async def play(lb):
+        bob = lb.new_query("x", sender_id="u2", sender_name="Bob")
+        refused = await lb.command(f"!memory forget {target}", bob, GROUP)
+        refused_tool = await lb.call_tool("forget", {"episode_id": target}, bob, GROUP)
+        export_refused = await lb.command("!memory export", bob, GROUP)
+        return refused, refused_tool, export_refused
+
+    refused, refused_tool, export_refused = run(host, config, play)
+    assert Episode.objects.count() == 1  # still there
+
+    async def as_admin(lb):
+        bob = lb.new_query("x", sender_id="u2", sender_name="Bob")
+        return await lb.command(f"!memory forget {target}", bob, GROUP, privilege=2)
+
+    forgot = run(host, config, as_admin)
+    assert refused == [
+        f"[Memory] memory {target} is Alice (u1)'s, not yours: only an admin of the bot can forget it (!memory forget)."
+    ]
+    assert refused_tool.startswith(f"Memory {target} is Alice (u1)'s, not yours")
+    assert export_refused == ["[Memory] export is for an admin of the bot (LangBot's admins list)."]
+    assert forgot == [f"[Memory] forgot {target}."] and not Episode.objects.exists()
+
+
+def test_it_export_stays_bounded_and_never_shows_another_chats_memories(host, config):
+    """Before, `!memory export` sent the whole export document as one message: under bot isolation
+    that held every chat's memories, private chats' included."""
+    shared = {**config, "isolation": "bot"}
+
+    async def play(lb):
+        private = lb.new_query("x", sender_id="u1", sender_name="Alice")
+        for n in range(30):
+            await lb.call_tool(
+                "remember", {"content": f"Alice's private note number {n}: " + "x" * 200}, private, "person_u1"
+            )
+        group = lb.new_query("x", sender_id="u2", sender_name="Bob")
+        await lb.call_tool("remember", {"content": "Bob booked the team lunch"}, group, GROUP)
+        return await lb.command("!memory export", group, GROUP, privilege=2)
+
+    exported = run(host, shared, play)
+    assert len(exported) == 1 and len(exported[0]) < 1000
+    assert "private note" not in exported[0] and "team lunch" not in exported[0]
+    assert exported[0].startswith("[Memory] memories written in this chat (group_1001, bot isolation): 1.")
+    assert "memconsole console" in exported[0] and "every chat's memories" in exported[0]

@@ -18,6 +18,7 @@ from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
 from memconsole_client import AsyncMemoryClient, MemconsoleError
 
 __all__ = [
+    "ADMIN_PRIVILEGE",
     "MemconsoleError",
     "PluginSettings",
     "SettingsError",
@@ -25,12 +26,16 @@ __all__ = [
     "Turn",
     "api_of",
     "error_text",
+    "forget_refusal",
+    "is_group",
     "not_found",
     "one_line",
     "query_text",
     "session_name_of",
+    "speaker_line",
     "speaker_of",
     "turn_of",
+    "unexpected",
 ]
 
 logger = logging.getLogger("memconsole.langbot")
@@ -41,6 +46,8 @@ MAX_SPEAKER_CHARS = 255  # and of a speaker's id and name
 LINE_BREAKING = {"Cc", "Zl", "Zp"}  # control characters, line and paragraph separators
 DEFAULT_TOP_K = 3
 MAX_TOP_K = 50
+# LangBot runs a command with privilege 2 when the chat it comes from is in its `admins` list, else 1.
+ADMIN_PRIVILEGE = 2
 
 
 class SettingsError(ValueError):
@@ -117,6 +124,20 @@ def one_line(value: Any) -> str:
     return " ".join(text.split())
 
 
+def is_group(session_name: str) -> bool:
+    """A group chat (`group_...`), where several people speak to the bot."""
+    return session_name.startswith("group_")
+
+
+def speaker_line(sender_id: Any, sender_name: Any) -> str:
+    """A speaker as tools and commands print them: "Alice (u1)", so the model and the user see the
+    id that `recall_memory`'s `speaker_id` takes."""
+    sender_id, sender_name = one_line(sender_id), one_line(sender_name)
+    if sender_name and sender_id:
+        return f"{sender_name} ({sender_id})"
+    return sender_name or sender_id or "unknown"
+
+
 def not_found(error: MemconsoleError) -> bool:
     """memconsole's own "no such episode" (a 404 from something else, a wrong URL, is not one)."""
     return error.status == 404 and error.code == "not_found"
@@ -134,12 +155,36 @@ def error_text(error: Exception) -> str:
     if isinstance(error, SettingsError):
         return f"Error: the memory plugin is not configured: {error}"
     if isinstance(error, MemconsoleError):
+        if error.code == "invalid_url":
+            return "Error: memconsole_url is not a valid address (http:// or https://, a host, a port up to 65535); check memconsole_url."
+        if error.code == "bad_response":  # something else answers at that address
+            return "Error: the memconsole address did not answer as memconsole does; check memconsole_url (the server, without /api/v1)."
         if error.status == 0:
             return "Error: memconsole cannot be reached; the memory is unavailable for now."
         if error.code == "http_error":  # not memconsole's API answering: a proxy, or a wrong address
             return f"Error: {error.status} from the memconsole address; check memconsole_url (the server, without /api/v1)."
         return f"Error: memconsole refused the request ({error.code}): {error.message}"
-    return f"Error: {error}"
+    return "Error: the memory failed unexpectedly (see the plugin's log); it is unavailable for now."
+
+
+def unexpected(what: str, error: Exception) -> str:
+    """Log a failure nobody expected (the answer goes on without memory) and say so as `error_text`."""
+    logger.exception("memconsole plugin: %s failed unexpectedly: %s", what, error)
+    return error_text(error)
+
+
+async def forget_refusal(memory: AsyncMemoryClient, episode_id: str, speaker: Speaker) -> str | None:
+    """Why `speaker` may not delete `episode_id` (someone else's memory, or none in this chat), or
+    None when it is their own. A member forgets only what they said; an admin forgets anything."""
+    statuses = ["active", "superseded", "archived"]
+    hits = await memory.recall(episode_id, top_k=1, statuses=statuses)  # an id as the query finds that episode
+    episode = next((hit for hit in hits if hit["episode_id"] == episode_id), None)
+    if episode is None:
+        return f"no memory {episode_id} in this chat."
+    if not speaker.id or episode["sender_id"] != speaker.id:
+        owner = speaker_line(episode["sender_id"], episode["sender_name"])
+        return f"memory {episode_id} is {owner}'s, not yours: only an admin of the bot can forget it (!memory forget)."
+    return None
 
 
 @dataclass(frozen=True)
@@ -154,6 +199,12 @@ class Turn:
 
     def client(self) -> AsyncMemoryClient:
         return self.settings.client(self.bot_uuid, self.session_name)
+
+    @property
+    def console_url(self) -> str:
+        """The memconsole console: the server's root (memconsole_url may end in /api/v1)."""
+        url = self.settings.url.rstrip("/")
+        return (url[: -len("/api/v1")] if url.endswith("/api/v1") else url) + "/"
 
 
 async def turn_of(component: Any, api: Any, session_name: str) -> Turn:

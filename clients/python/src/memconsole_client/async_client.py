@@ -12,7 +12,7 @@ import httpx
 
 from . import calls
 from .base import BaseClient
-from .transport import USER_AGENT, Call, decode, transport_error
+from .transport import USER_AGENT, Call, answer, send_error
 from .types import (
     Episode,
     EpisodeList,
@@ -257,10 +257,13 @@ class AsyncMemoryClient(BaseClient[httpx.AsyncClient]):
             request = self._request(call)
             try:
                 response = await self._http.send(request)
-            except httpx.TransportError as exc:
-                raise transport_error(self.base_url, exc) from None
+            except Exception as exc:  # an ExceptionGroup too: anyio's, around an async connect
+                error = send_error(self.base_url, exc)
+                if error is None:
+                    raise
+                raise error from None
             delay = self.retry.delay(response, retries, waited)
             if delay is None:
-                return decode(response)
+                return answer(call, response)
             await anyio.sleep(delay)
             retries, waited = retries + 1, waited + delay

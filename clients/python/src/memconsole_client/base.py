@@ -8,7 +8,8 @@ from typing import Any, Generic, TypeVar
 
 import httpx
 
-from .transport import Call, Retry, api_url
+from .errors import MemconsoleError
+from .transport import Call, Retry, api_url, invalid_url, url_problem
 
 __all__ = ["BaseClient"]
 
@@ -33,6 +34,10 @@ class BaseClient(Generic[HttpT]):
         http_client: HttpT | None = None,
     ) -> None:
         self.base_url = api_url(base_url)
+        # A bad address fails each call with a MemconsoleError (not at construction, which may sit
+        # in a bot's start-up code that is not ready for it).
+        problem = url_problem(self.base_url)
+        self._url_error: MemconsoleError | None = invalid_url(base_url, problem) if problem else None
         if not isinstance(token, str) or not token or not token.isascii() or not token.isprintable() or " " in token:
             # An HTTP header carries ASCII only: a character pasted with the token fails every call.
             raise ValueError("token must be the bot token as memconsole showed it (printable ASCII, no spaces)")
@@ -71,4 +76,6 @@ class BaseClient(Generic[HttpT]):
         return {"bot_uuid": self.bot_uuid, "session_name": self.session_name, "isolation": self.isolation}
 
     def _request(self, call: Call) -> httpx.Request:
+        if self._url_error is not None:
+            raise self._url_error
         return call.request(self._http, self.base_url, self.token, self._scope())

@@ -29,6 +29,11 @@ __all__ = [
 ]
 
 
+# What an answer must hold (`Call.expects`), for the answers several calls share.
+REMEMBERED = (("episode_id", str), ("status", str), ("superseded", list))
+PROFILE = (("name", str), ("traits", list), ("preferences", list), ("notes", str), ("version", int))
+
+
 def remember(
     content: str,
     *,
@@ -55,6 +60,7 @@ def remember(
             "kind": kind,
             "metadata": metadata,
         },
+        expects=REMEMBERED,
     )
 
 
@@ -66,7 +72,7 @@ def remember_many(episodes: Iterable[Mapping[str, Any] | str]) -> Call:
         if "timestamp" in item:
             item["timestamp"] = timestamp(item["timestamp"])
         items.append({key: value for key, value in item.items() if value is not None})
-    return Call("POST", "remember", {"episodes": items})
+    return Call("POST", "remember", {"episodes": items}, expects=(("episodes", list), ("batch_id", str)))
 
 
 def recall(
@@ -97,11 +103,13 @@ def recall(
             "speaker_id": speaker_id,
             "kind": kind,
         },
+        expects=(("episodes", list),),
     )
 
 
 def get_profile(type: str, sender_id: str) -> Call:
-    return Call("GET", "profile", {"type": type, "sender_id": sender_id} if sender_id else {"type": type})
+    fields = {"type": type, "sender_id": sender_id} if sender_id else {"type": type}
+    return Call("GET", "profile", fields, expects=PROFILE)
 
 
 def update_profile(
@@ -132,11 +140,13 @@ def update_profile(
             "append_notes": append_notes,
             "if_version": if_version,
         },
+        expects=PROFILE,
     )
 
 
 def list_episodes(*, status: str | None, limit: int | None, cursor: str | None, kind: str | None = None) -> Call:
-    return Call("GET", "episodes", {"status": status, "limit": limit, "cursor": cursor, "kind": kind})
+    fields = {"status": status, "limit": limit, "cursor": cursor, "kind": kind}
+    return Call("GET", "episodes", fields, expects=(("episodes", list), ("next_cursor", (str, type(None)))))
 
 
 def export() -> Call:
@@ -144,23 +154,23 @@ def export() -> Call:
 
 
 def forget(episode_id: str) -> Call:
-    return Call("POST", "forget", {"episode_id": episode_id})
+    return Call("POST", "forget", {"episode_id": episode_id}, expects=(("deleted", bool),))
 
 
 def forget_session() -> Call:
-    return Call("POST", "forget", {"all": True})
+    return Call("POST", "forget", {"all": True}, expects=(("count", int),))
 
 
 def remember_fact(subject: str, key: str, value: str) -> Call:
-    return Call("POST", "facts", {"subject": subject, "key": key, "value": value})
+    return Call("POST", "facts", {"subject": subject, "key": key, "value": value}, expects=(("value", str),))
 
 
 def recall_facts(subject: str, key: str | None) -> Call:
-    return Call("GET", "facts", {"subject": subject, "key": key})
+    return Call("GET", "facts", {"subject": subject, "key": key}, expects=(("facts", list),))
 
 
 def forget_fact(subject: str, key: str) -> Call:
-    return Call("POST", "facts/forget", {"subject": subject, "key": key})
+    return Call("POST", "facts/forget", {"subject": subject, "key": key}, expects=(("forgotten", bool),))
 
 
 def append_message(
@@ -176,15 +186,17 @@ def append_message(
             "sender_name": sender_name,
             "created_at": timestamp(created_at),
         },
+        expects=(("role", str), ("content", str)),
     )
 
 
 def recent_messages(limit: int | None) -> Call:
-    return Call("GET", "messages", {"limit": limit})
+    return Call("GET", "messages", {"limit": limit}, expects=(("messages", list),))
 
 
 def list_sessions(limit: int | None) -> Call:
-    return Call("GET", "sessions", {"limit": limit}, scope_fields=("bot_uuid",))  # a bot's, not one chat's
+    # A bot's sessions, not one chat's: only the bot_uuid of the scope is sent.
+    return Call("GET", "sessions", {"limit": limit}, scope_fields=("bot_uuid",), expects=(("sessions", list),))
 
 
 def inject(
@@ -199,4 +211,4 @@ def inject(
     }
     if include_window:  # the chat's conversation window as context["history"]
         body["include_window"] = True
-    return Call("POST", "inject", body)
+    return Call("POST", "inject", body, expects=(("context", dict), ("system_blocks", list), ("snapshot_id", str)))

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import ExceptionGroup  # type: ignore[import-not-found]  # anyio's dependency on 3.10
 
 from .errors import MemconsoleError
 
@@ -19,11 +23,14 @@ __all__ = [
     "USER_AGENT",
     "Call",
     "Retry",
+    "answer",
     "api_url",
     "decode",
     "retry_after",
+    "send_error",
     "timestamp",
     "transport_error",
+    "url_problem",
 ]
 
 API_PREFIX = "/api/v1"
@@ -34,6 +41,26 @@ def api_url(base_url: str) -> str:
     """The API root for a server URL: "https://memory.example.org" -> ".../api/v1"."""
     url = base_url.rstrip("/")
     return url if url.endswith(API_PREFIX) else url + API_PREFIX
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot be a server's address (a bad port, no http:// or https://, no host), or None.
+
+    Checked before a call is sent: httpx would otherwise raise InvalidURL, or fail only when it
+    connects (OverflowError for a port above 65535, inside an ExceptionGroup with the async client).
+    """
+    try:
+        parsed = httpx.URL(url)
+        port = parsed.port
+    except (httpx.InvalidURL, ValueError, TypeError) as exc:
+        return str(exc) or "it cannot be parsed"
+    if parsed.scheme not in ("http", "https"):
+        return "it must start with http:// or https://"
+    if not parsed.host:
+        return "it names no host"
+    if port is not None and not 0 < port <= 65535:
+        return f"port {port} is not between 1 and 65535"
+    return None
 
 
 def timestamp(value: datetime | str | None) -> str | None:
@@ -49,7 +76,8 @@ def timestamp(value: datetime | str | None) -> str | None:
 @dataclass(frozen=True)
 class Retry:
     """When to try a call again: on 429 (rate limited) and 503 (unavailable, but not its `permanent`
-    codes), after the server's Retry-After (or an exponential backoff when it gives none), at most `attempts` more times and
+    codes), after the server's Retry-After but never sooner than an exponential backoff (`backoff`, then
+    twice that, ...: a Retry-After of 0 or in the past does not retry at once), at most `attempts` more times and
     never waiting more than `budget` seconds in all for one call. A wait that would overrun the
     budget is not started: the error is raised at once, with its `retry_after`."""
 
@@ -70,9 +98,9 @@ class Retry:
             return None
         if error_code(response) in self.permanent:
             return None
-        wait = retry_after(response)
-        if wait is None:
-            wait = self.backoff * 2**retries
+        # The exponential backoff is also the floor: a Retry-After of 0 or a date already past
+        # would otherwise retry at once, spending every attempt in the same instant.
+        wait = max(retry_after(response) or 0, self.backoff * 2**retries)
         if waited + wait > self.budget:
             return None
         return float(wait)
@@ -107,12 +135,14 @@ def retry_after(response: httpx.Response) -> int | None:
 
 @dataclass(frozen=True)
 class Call:
-    """One API request: `fields` (None values dropped) go to the query string of a GET, else to a JSON body."""
+    """One API request: `fields` (None values dropped) go to the query string of a GET, else to a JSON body.
+    `expects` names the keys its answer must hold, with their types (`answer` checks them)."""
 
     method: str
     endpoint: str
     fields: dict[str, Any]
     scope_fields: tuple[str, ...] = ("bot_uuid", "session_name", "isolation")  # what of the scope it sends
+    expects: tuple[tuple[str, type | tuple[type, ...]], ...] = ()
 
     def request(
         self, client: httpx.Client | httpx.AsyncClient, api: str, token: str, scope: dict[str, str]
@@ -157,11 +187,52 @@ def decode(response: httpx.Response) -> Any:
     raise return_error
 
 
+def answer(call: Call, response: httpx.Response) -> Any:
+    """`decode`, and a `MemconsoleError` when a successful answer lacks what the call's answer holds
+    (`{}` from a proxy or another service at that address), rather than a KeyError later."""
+    body = decode(response)
+    if not isinstance(body, dict):
+        missing = "JSON object"
+    else:
+        missing = next((repr(key) for key, kind in call.expects if not isinstance(body.get(key), kind)), "")
+        if not missing:
+            return body
+    url = response.request.url.copy_with(query=None)
+    raise MemconsoleError(
+        response.status_code,
+        "bad_response",
+        f"unexpected answer from {url} (no {missing}): is this address a memconsole server?",
+    )
+
+
 def _whole_number(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def transport_error(base_url: str, exc: httpx.TransportError) -> MemconsoleError:
     """The error for a call that never got an answer (refused, timed out, cut off)."""
+    if isinstance(exc, httpx.UnsupportedProtocol):  # no http:// or https://
+        return invalid_url(base_url, str(exc))
     kind = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
     return MemconsoleError(0, "unreachable", f"cannot reach {base_url} ({kind}): {exc or type(exc).__name__}")
+
+
+def invalid_url(base_url: str, why: str) -> MemconsoleError:
+    """The error for a server address no request can be sent to (status 0, code "invalid_url")."""
+    return MemconsoleError(0, "invalid_url", f"{base_url!r} is not a valid server address ({why}): check the URL")
+
+
+def send_error(base_url: str, exc: Exception) -> MemconsoleError | None:
+    """The `MemconsoleError` for what sending a request raised below HTTP (the transport, the socket,
+    a URL httpx or the OS refuses, or the async client's ExceptionGroup of them), or None for an
+    exception that is no failure to send (a bug, which is not to be disguised)."""
+    if isinstance(exc, ExceptionGroup):
+        errors = (send_error(base_url, inner) for inner in exc.exceptions if isinstance(inner, Exception))
+        return next((error for error in errors if error is not None), None)
+    if isinstance(exc, httpx.TransportError):
+        return transport_error(base_url, exc)
+    if isinstance(exc, (httpx.InvalidURL, OverflowError)):  # connect() finds a port above 65535
+        return invalid_url(base_url, str(exc) or type(exc).__name__)
+    if isinstance(exc, (httpx.HTTPError, httpx.StreamError, OSError)):
+        return MemconsoleError(0, "unreachable", f"cannot reach {base_url} (failed): {exc or type(exc).__name__}")
+    return None

@@ -1,8 +1,14 @@
-"""`!memory`: this chat's memory as memconsole holds it (overview, list, search, forget, export)."""
+"""`!memory`: this chat's memory as memconsole holds it (overview, list, search, forget, export).
+
+`forget` and `export` manage the memory: LangBot runs a command with privilege 2 for a chat in its
+`admins` list. A member without it forgets only their own memories and exports nothing. `export`
+never puts the document into a chat (a memory's export can be megabytes, and under bot isolation it
+holds every chat's memories): it says how much this chat holds and where the console exports it.
+"""
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
@@ -10,16 +16,21 @@ from langbot_plugin.api.definition.components.command.command import Command
 from langbot_plugin.api.entities.builtin.command.context import CommandReturn, ExecuteContext
 from langbot_plugin.api.proxies.query_based_api import QueryBasedAPIProxy
 from memconsole_bridge import (
+    ADMIN_PRIVILEGE,
     MemconsoleError,
     SettingsError,
     Turn,
     error_text,
+    forget_refusal,
     not_found,
     one_line,
     query_text,
     session_name_of,
+    speaker_line,
     turn_of,
 )
+
+logger = logging.getLogger("memconsole.langbot")
 
 LIST_DEFAULT, LIST_MAX = 10, 50
 USAGE = "Usage: !memory | !memory list [n] | !memory search <query> | !memory forget <id> | !memory export"
@@ -34,8 +45,20 @@ async def _turn(command: Command, context: ExecuteContext) -> Turn:
     return await turn_of(command, api, session_name_of(context.session))
 
 
+def _is_admin(context: ExecuteContext) -> bool:
+    return int(context.privilege) >= ADMIN_PRIVILEGE
+
+
+def _failed(what: str, error: Exception) -> CommandReturn:
+    """The answer to a subcommand that failed: memconsole's or the settings' reason, or (anything
+    else, logged) a plain error; a command never fails the message."""
+    if not isinstance(error, (SettingsError, MemconsoleError)):
+        logger.exception("!memory %s failed unexpectedly", what)
+    return CommandReturn(text=error_text(error))
+
+
 def _line(episode: Mapping[str, Any]) -> str:
-    who = one_line(episode.get("sender_name") or episode.get("sender_id") or "unknown")
+    who = speaker_line(episode.get("sender_id"), episode.get("sender_name"))
     when = (episode.get("timestamp") or "")[:10] or "-"
     return f"- {episode['episode_id']} ({when}) {who}: {one_line(episode['content'])}"
 
@@ -52,8 +75,8 @@ class Memory(Command):
                     session = await memory.get_profile("session")
                     speaker = await memory.get_profile("speaker", turn.speaker.id) if turn.speaker.id else None
                     newest = await memory.list_episodes(limit=1)
-            except (SettingsError, MemconsoleError) as error:
-                yield CommandReturn(text=error_text(error))
+            except Exception as error:
+                yield _failed("overview", error)
                 return
             lines = [f"[Memory] memconsole, isolation: {turn.settings.isolation}", f"Session: {turn.session_name}"]
             lines.append(f"Current speaker: {one_line(turn.speaker.name) or '-'} ({turn.speaker.id or '-'})")
@@ -83,8 +106,8 @@ class Memory(Command):
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
                     page = await memory.list_episodes(limit=count)
-            except (SettingsError, MemconsoleError) as error:
-                yield CommandReturn(text=error_text(error))
+            except Exception as error:
+                yield _failed("list", error)
                 return
             if not page["episodes"]:
                 yield CommandReturn(text="[Memory] no memories in this chat yet.")
@@ -103,8 +126,8 @@ class Memory(Command):
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
                     hits = await memory.recall(query, top_k=LIST_DEFAULT, speaker_id=turn.speaker.id or None)
-            except (SettingsError, MemconsoleError) as error:
-                yield CommandReturn(text=error_text(error))
+            except Exception as error:
+                yield _failed("search", error)
                 return
             if not hits:
                 yield CommandReturn(text=f"[Memory] nothing matches {query!r}.")
@@ -121,15 +144,17 @@ class Memory(Command):
             try:
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
-                    await memory.forget(episode_id)
+                    refusal = None if _is_admin(context) else await forget_refusal(memory, episode_id, turn.speaker)
+                    if refusal is None:
+                        await memory.forget(episode_id)
             except MemconsoleError as error:
                 text = f"[Memory] no memory {episode_id} in this chat." if not_found(error) else error_text(error)
                 yield CommandReturn(text=text)
                 return
-            except SettingsError as error:
-                yield CommandReturn(text=error_text(error))
+            except Exception as error:
+                yield _failed("forget", error)
                 return
-            yield CommandReturn(text=f"[Memory] forgot {episode_id}.")
+            yield CommandReturn(text=f"[Memory] {refusal}" if refusal else f"[Memory] forgot {episode_id}.")
 
         @self.subcommand(name="*", help="An alias (ls, s, rm), or the usage", usage=USAGE)
         async def other(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
@@ -143,13 +168,32 @@ class Memory(Command):
             async for answer in self.registered_subcommands[name].subcommand(self, context):
                 yield answer
 
-        @self.subcommand(name="export", help="This chat's memory as JSON", usage="!memory export")
+        @self.subcommand(name="export", help="How to export this chat's memory (admins)", usage="!memory export")
         async def export(self: Memory, context: ExecuteContext) -> AsyncGenerator[CommandReturn, None]:
+            if not _is_admin(context):
+                yield CommandReturn(text="[Memory] export is for an admin of the bot (LangBot's admins list).")
+                return
             try:
                 turn = await _turn(self, context)
                 async with turn.client() as memory:
-                    document = await memory.export()
-            except (SettingsError, MemconsoleError) as error:
-                yield CommandReturn(text=error_text(error))
+                    sessions = await memory.list_sessions()
+            except Exception as error:
+                yield _failed("export", error)
                 return
-            yield CommandReturn(text=json.dumps(document, ensure_ascii=False, indent=2))
+            isolation = turn.settings.isolation
+            written = sum(
+                row["episodes"]
+                for row in sessions
+                if row["session_name"] == turn.session_name and row["isolation"] == isolation
+            )
+            where = f"bot {turn.bot_uuid}, session {turn.session_name}, {isolation} isolation"
+            lines = [
+                f"[Memory] memories written in this chat ({turn.session_name}, {isolation} isolation): {written}.",
+                (
+                    "The export document is not sent into a chat. Export it in the memconsole console "
+                    f"({turn.console_url}): open the memory of {where}, then Export."
+                ),
+            ]
+            if isolation == "bot":
+                lines.append("This memory is shared by all the bot's chats: its export holds every chat's memories.")
+            yield CommandReturn(text="\n".join(lines))

@@ -1,4 +1,9 @@
-"""The `forget` tool: delete one episode of this chat in memconsole (audited there)."""
+"""The `forget` tool: delete one episode of this chat in memconsole (audited there).
+
+Only the current speaker's own memories: a tool call carries no privilege, and in a group chat (or
+any chat of a bot-isolated memory) the memory asked about may be another member's. An admin
+deletes those with `!memory forget`.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,17 @@ from typing import Any
 
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
-from memconsole_bridge import MemconsoleError, SettingsError, api_of, error_text, not_found, session_name_of, turn_of
+from memconsole_bridge import (
+    MemconsoleError,
+    SettingsError,
+    api_of,
+    error_text,
+    forget_refusal,
+    not_found,
+    session_name_of,
+    turn_of,
+    unexpected,
+)
 
 
 class Forget(Tool):
@@ -20,6 +35,9 @@ class Forget(Tool):
         try:
             turn = await turn_of(self, api, session_name_of(session))
             async with turn.client() as memory:
+                refusal = await forget_refusal(memory, episode_id, turn.speaker)
+                if refusal is not None:
+                    return refusal[0].upper() + refusal[1:]
                 await memory.forget(episode_id)
         except MemconsoleError as error:
             if not_found(error):
@@ -27,4 +45,6 @@ class Forget(Tool):
             return error_text(error)
         except SettingsError as error:
             return error_text(error)
+        except Exception as error:
+            return unexpected("forget", error)
         return f"Forgot memory {episode_id}."

@@ -6,7 +6,7 @@ from typing import Any
 
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
-from memconsole_bridge import MemconsoleError, SettingsError, api_of, error_text, session_name_of, turn_of
+from memconsole_bridge import MemconsoleError, SettingsError, api_of, error_text, session_name_of, turn_of, unexpected
 
 
 class Remember(Tool):
@@ -38,6 +38,8 @@ class Remember(Tool):
                 )
         except (SettingsError, MemconsoleError) as error:
             return error_text(error)
+        except Exception as error:
+            return unexpected("remember", error)
         answer = f"Remembered: {content}"
         if result["superseded"]:
             answer += f" (it corrects {len(result['superseded'])} earlier memory: {', '.join(result['superseded'])})"

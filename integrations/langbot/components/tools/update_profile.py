@@ -10,7 +10,15 @@ from typing import Any
 
 from langbot_plugin.api.definition.components.tool.tool import Tool
 from langbot_plugin.api.entities.builtin.provider import session as provider_session
-from memconsole_bridge import MemconsoleError, SettingsError, api_of, error_text, session_name_of, turn_of
+from memconsole_bridge import (
+    MemconsoleError,
+    SettingsError,
+    api_of,
+    error_text,
+    session_name_of,
+    turn_of,
+    unexpected,
+)
 from memconsole_client import AsyncMemoryClient
 
 FIELDS = ("name", "traits", "preferences", "notes")
@@ -72,3 +80,5 @@ class UpdateProfile(Tool):
                     return await apply(memory, scope, sender_id, field, action, value)
         except (SettingsError, MemconsoleError) as error:
             return error_text(error)
+        except Exception as error:
+            return unexpected("update_profile", error)
