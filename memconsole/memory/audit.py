@@ -353,6 +353,8 @@ def entry_problem(entry: AuditEntry, previous_hash: str, receipts: redactions.Re
         return receipts.problem(entry, payload)
     if not hmac.compare_digest(entry.payload_digest, payload_digest(payload)):
         return "its payload was changed"
+    if (entry.batch_id or "") != (payload.get("batch_id") or ""):  # the column the console's ?batch= reads
+        return "its batch was changed"
     return None
 
 

@@ -210,3 +210,18 @@ def test_a_redacted_payload_names_its_receipt_and_the_receipt_lists_it(fernet_ke
         assert entry.payload["receipt"] == report.receipt_audit_id
         assert "Elm Street" not in json.dumps(entry.payload)
     assert verify_audit_chain().ok
+
+
+def test_moving_an_entry_into_another_batch_is_detected(keys, system):
+    """Found by an auditor: the batch_id column (what the console's ?batch= and the batch folding
+    read) was not compared with the payload's copy, which the chain covers."""
+    with audit.batch() as batch_id:
+        episodes.remember(keys, system, "one of a batch")
+    episodes.remember(keys, system, "not in it")
+    assert verify_audit_chain().ok
+    loner = AuditEntry.objects.filter(batch_id="").latest("id")
+
+    AuditEntry.objects.filter(pk=loner.pk).update(batch_id=batch_id)
+
+    report = verify_audit_chain()
+    assert not report.ok and "its batch was changed" in report.reason
