@@ -139,7 +139,7 @@ def record_injection(
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
     sender_id = validate_speaker(sender_id)
     sender_name = validate_speaker(sender_name, "sender_name")
-    found = retrieve(keys, query, top_k=top_k, speaker_id=sender_id or None)
+    found = retrieve(keys, query, top_k=top_k, speaker_id=sender_id or None, distinct=True)
     hits = found.hits
     session_profile = _dated(*get_profile(keys, PROFILE_SESSION))
     speaker_profile = _dated(*get_profile(keys, PROFILE_SPEAKER, sender_id)) if sender_id else _dated(EMPTY_PROFILE)

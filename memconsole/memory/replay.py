@@ -68,7 +68,7 @@ def replay(keys: ScopeKeys, actor: Actor, snapshot: InjectionSnapshot) -> Replay
     speaker_id = str(speaker.get("id") or snapshot.speaker_id or "")
     injected = [e for e in payload.get("episodes") or [] if isinstance(e, dict) and e.get("episode_id")]
     top_k = int(decision.get("top_k") or max(len(injected), 3))
-    found = retrieve(keys, query, top_k=top_k, speaker_id=speaker_id or None, actor=actor)
+    found = retrieve(keys, query, top_k=top_k, speaker_id=speaker_id or None, actor=actor, distinct=True)
 
     then = {str(e["episode_id"]): (rank, e) for rank, e in enumerate(injected, 1)}
     now = {hit.episode.episode_id: (rank, hit) for rank, hit in enumerate(found.hits, 1)}

@@ -40,7 +40,7 @@ from .validation import (
 )
 
 KEPT, BELOW_FLOOR, CUT_BY_TOP_K = "kept", "below_floor", "cut_by_top_k"
-DUPLICATE = "duplicate"  # the same text as a memory kept above it: one copy is enough in a prompt
+DUPLICATE = "duplicate"  # in a prompt (`distinct`), the same text as a memory kept above it: one copy is enough
 # A question about a speaker (first person by them, or naming them) takes their own episodes down to
 # this share of the floor (0.25 of 0.30): on bench/recall_quality.py a floor of 0.25 still injects
 # nothing for irrelevant questions, and "What is my job?" then finds the asker's "I work as a pilot"
@@ -173,9 +173,11 @@ def retrieve(
     speaker_id: Any = None,
     actor: Actor | None = None,
     min_similarity: float | None = None,
+    distinct: bool = False,
     **filters: Any,
 ) -> Retrieval:
-    """`recall`, keeping every candidate considered and why each was kept or dropped."""
+    """`recall`, keeping every candidate considered and why each was kept or dropped; `distinct`
+    (a prompt's: inject and its replay) keeps one memory of a text (the others are DUPLICATE)."""
     if actor is not None:
         actor.require_bot(keys)
     query = text(query, "query", MAX_QUERY_CHARS, required=True)
@@ -187,7 +189,7 @@ def retrieve(
     result = Retrieval(query, speaker, floor, top_k)
     with unavailable_on_failure():
         pool = _Pool.gather(keys, query, top_k, found, speaker)
-        result.candidates = pool.ranked(query, speaker, floor, top_k)
+        result.candidates = pool.ranked(query, speaker, floor, top_k, distinct)
         result.named = pool.named
     result.hits = [c.hit for c in result.candidates if c.outcome == KEPT]
     prefetch_metadata([hit.episode for hit in result.hits])  # as_dict reads each one's metadata
@@ -338,7 +340,7 @@ class _Pool:
         unread = ranking.mostly_cjk(content) or reads_as_spanish(content)
         return ranking.memory_vector_weight(self.vector_weight, english_only=True, unread=unread)
 
-    def ranked(self, query: str, speaker: str, floor: float, top_k: int) -> list[Candidate]:
+    def ranked(self, query: str, speaker: str, floor: float, top_k: int, distinct: bool = False) -> list[Candidate]:
         """Every candidate, best first, each marked kept, below_floor or cut_by_top_k."""
         now = timezone.now()
         half_life = settings.MEMCONSOLE_RECENCY_HALF_LIFE_DAYS
@@ -379,13 +381,13 @@ class _Pool:
             return ranking.is_exact_id_query(query, e.episode_id), own, parts.topical if own else 0.0, c.hit.score, e.id
 
         candidates.sort(key=order, reverse=True)
-        kept, texts = 0, set()  # the texts kept so far: a bot that remembers a fact twice gets it once
+        kept, texts = 0, set()  # the texts kept so far: a prompt gets a fact remembered twice once
         for candidate in candidates:
             exact_id = ranking.is_exact_id_query(query, candidate.hit.episode.episode_id)
             same_text = " ".join(candidate.hit.episode.content.casefold().split())
             if not passes(candidate) and not exact_id:
                 candidate.outcome = BELOW_FLOOR
-            elif same_text in texts and not exact_id:
+            elif distinct and same_text in texts and not exact_id:
                 candidate.outcome = DUPLICATE
             elif kept >= top_k:
                 candidate.outcome = CUT_BY_TOP_K
