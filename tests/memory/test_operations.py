@@ -333,7 +333,9 @@ def test_it_gets_an_episode_of_the_scope_only(scope_with_episodes, keys, other_k
     for bad in (other_keys, derive_scope("bot-a", "group_100", "bot"), derive_scope(None, "group_100")):
         with pytest.raises(NotFound):
             episodes.get_episode(bad, episode.episode_id)
-    for bad_id in ("000000000000", "", None, 123, episode.episode_id.upper(), episode.episode_id + "0", "' OR 1=1 --"):
+    # Its id in capitals is another id, unless the id has no letter at all (a 0.4% draw: CI met one).
+    upper = [episode.episode_id.upper()] if episode.episode_id.upper() != episode.episode_id else []
+    for bad_id in ("000000000000", "", None, 123, *upper, episode.episode_id + "0", "' OR 1=1 --"):
         with pytest.raises(NotFound):
             episodes.get_episode(keys, bad_id)
 
