@@ -84,7 +84,7 @@ class TableRotation(Report):
     unreadable: int = 0  # no configured key opens it: left untouched
     first_unreadable: int | None = None
     refused: int = 0  # forged (`tamper`): changed outside memconsole, left untouched
-    baselined: int = 0  # episodes/profiles whose state the chain had not recorded: recorded now
+    baselined: int = 0  # episodes/profiles whose state the chain had not recorded (or in format 1): recorded now
 
 
 @dataclass
@@ -243,7 +243,7 @@ def _rotate_table(
                         newest, sealed_format = crypto.inspect(stored)
                         if newest and (sealed_format == 2 or identity is None):
                             counts.skipped += 1
-                            if chained and rules.checker.unrecorded(row):
+                            if chained and rules.checker.outdated(row):
                                 baseline.append(row)
                             continue
                     if reason is None:
@@ -274,7 +274,7 @@ def _rotate_table(
                 setattr(row, column, sealed)
                 row.encrypted = True
                 changed.append(row)
-                if chained and rules.checker.unrecorded(row):
+                if chained and rules.checker.outdated(row):
                     baseline.append(row)
             if changed:
                 model.objects.bulk_update(changed, [column, "encrypted"] + (["vector_current"] if is_episode else []))
@@ -291,14 +291,19 @@ def _rotate_table(
 
 
 def _record_baseline(name: str, rows: list[Any], rules: _Rules) -> None:
-    """Record the state of rows written before row binding (inside the batch's transaction)."""
+    """Record the state of rows written before row binding, or recorded in format 1 (inside the
+    batch's transaction)."""
     audit.append(
         "row_baseline",
         rules.actor,
         target_type="rows",
         target_id=name,
         summary=said(
-            gettext_noop("state of %(rows)s %(table)s written before row binding recorded"), rows=len(rows), table=name
+            gettext_noop(
+                "state of %(rows)s %(table)s recorded (written before row binding or recorded in an older form)"
+            ),
+            rows=len(rows),
+            table=name,
         ),
         metadata={"table": name, "rows": len(rows)},
         rows=rows,

@@ -8,8 +8,10 @@ then forged when
 
 - its sealed content or payload was sealed for another row (`crypto.RowBindingError`: copied from
   another episode or profile, across scopes or bots, or the row's identity fields were changed), or
-- its state differs from the last state the chain recorded for it (status, importance, sender,
-  scope, content... changed outside memconsole).
+- its state differs from the last state the chain recorded for it (status, importance, kind,
+  sender, scope, content... changed outside memconsole; a state recorded before format 2 is
+  compared in format 1, `rowstate.ADDED_IN_2`), or
+- its tag text (`tags_text`, what the tag filter and bulk actions select by) is not its tags'.
 
 A row with no recorded state was written before row binding (or inserted outside memconsole); it
 is counted, not condemned, and `rotate_keys` records its state as a baseline. The health check
@@ -29,7 +31,7 @@ from django.db import models
 from memconsole.lib import crypto
 
 from . import audit, rowstate
-from .models import AuditEntry, Episode, Profile
+from .models import AuditEntry, Episode, Profile, tags_text
 from .paging import batches_by_pk, chunks
 from .reports import Report
 
@@ -91,20 +93,27 @@ class Checker:
 
         Raises `crypto.DecryptionError` (not `RowBindingError`) when no configured key opens the row:
         that is a missing key, for the encryption check to report, not a forgery."""
+        recorded = self.recorded.get(rowstate.ref(row))
         try:
-            digest = rowstate.digest(row, self.key)
+            digest = rowstate.digest_like(row, self.key, recorded[1] if recorded else "")
         except crypto.RowBindingError as exc:
             return f"its {'content' if isinstance(row, Episode) else 'payload'} does not open here: {exc}"
-        recorded = self.recorded.get(rowstate.ref(row))
+        if isinstance(row, Episode) and row.tags_text != tags_text(row.tags):
+            return "its tag text, which the tag filter and bulk actions select by, does not match its tags"
         if recorded is None or hmac.compare_digest(recorded[1], digest):
             return None
         return (
             f"it differs from the state audit entry #{recorded[0]} recorded for it (changed outside memconsole: "
-            "status, importance, sender, scope or content)"
+            "status, importance, kind, tags, sender, scope or content)"
         )
 
     def unrecorded(self, row: Any) -> bool:
         return rowstate.ref(row) not in self.recorded
+
+    def outdated(self, row: Any) -> bool:
+        """No state is recorded for the row, or one in format 1 only (`rotate_keys` records it anew)."""
+        recorded = self.recorded.get(rowstate.ref(row))
+        return recorded is None or not recorded[1].startswith(rowstate.FORMAT_2)
 
     def forged(self, rows: Iterable[Any]) -> dict[int, str]:
         """{pk: reason} of the forged rows among `rows` (unreadable rows are skipped). A row that

@@ -121,7 +121,15 @@ def test_an_episode_moved_to_another_chat_of_the_same_user_key_is_reported(keys,
 
 @pytest.mark.parametrize(
     "change",
-    [{"status": "archived"}, {"importance": 5}, {"sender_id": "u2"}, {"sender_name": "Mallory"}, {"tags": ["x"]}],
+    [
+        {"status": "archived"},
+        {"importance": 5},
+        {"sender_id": "u2"},
+        {"sender_name": "Mallory"},
+        {"tags": ["x"]},
+        {"kind": "answer"},
+        {"tags_text": ",travel,secret,"},  # the tag filter (and bulk by filter) would select it as "secret"
+    ],
     ids=lambda change: next(iter(change)),
 )
 def test_a_field_changed_by_sql_is_reported(keys, system, sealing, change):
@@ -132,6 +140,21 @@ def test_a_field_changed_by_sql_is_reported(keys, system, sealing, change):
     check = assert_forged(f"episode {edited.episode_id}")
     assert untouched.episode_id not in check["detail"]
     assert "1 rows were changed outside memconsole" in check["detail"]
+
+
+def test_a_state_recorded_before_format_2_is_checked_in_format_1_until_its_next_change(keys, system):
+    episode = remembered(keys, system, "an ordinary memory", kind="question")
+    checker = tamper.Checker()
+    ref = rowstate.ref(episode)
+    assert checker.recorded[ref][1].startswith("2:")  # what memconsole records now
+    row = tamper.loaded(Episode).get(pk=episode.pk)
+    checker.recorded[ref] = (1, rowstate.digest(row, checker.key, 1))  # as an older release recorded it
+
+    assert checker.problem(row) is None
+    row.kind = "answer"  # format 1 did not cover the kind: the documented limit of an old record
+    assert checker.problem(row) is None
+    row.importance = 5
+    assert "differs from the state audit entry #1" in (checker.problem(row) or "")
 
 
 def test_a_profile_version_rolled_back_by_sql_is_reported(keys, system):
@@ -272,6 +295,22 @@ def test_rotate_keys_records_a_baseline_for_rows_written_before_row_binding(keys
     assert tamper.check_rows().unrecorded == 0
     Episode.objects.filter(pk=Episode.objects.first().pk).update(importance=5)
     assert row_check()["status"] == "ERROR"
+
+
+def test_rotate_keys_records_again_a_state_recorded_in_format_1(keys, system, fernet_keys, monkeypatch):
+    with monkeypatch.context() as old_release:  # rows written by a release that recorded format 1
+        format_1 = rowstate.digest
+        old_release.setattr(rowstate, "digest", lambda row, key, form=1: format_1(row, key, 1))
+        episode = remembered(keys, system, "an ordinary memory", kind="question")
+    Episode.objects.filter(pk=episode.pk).update(kind="answer")
+    assert row_check()["status"] == "OK"  # format 1 does not cover the kind (the documented limit)
+    Episode.objects.filter(pk=episode.pk).update(kind="question")
+
+    report = rotation.rotate_keys()
+
+    assert report.ok and report.totals()["baselined"] == 1
+    Episode.objects.filter(pk=episode.pk).update(kind="answer")
+    assert_forged(f"episode {episode.episode_id}")
 
 
 # --- every write path records the rows it changes -----------------------------------------------
