@@ -282,6 +282,12 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend", "QUEUES": ["d
 MEMCONSOLE_JOBS_IN_WEB = envbool("MEMCONSOLE_JOBS_IN_WEB", not CHROMA_HOST)
 # How often the job worker anchors every audit chain's head in a checkpoint (memory/checkpoints.py).
 MEMCONSOLE_AUDIT_CHECKPOINT_SECONDS = envint("MEMCONSOLE_AUDIT_CHECKPOINT_SECONDS", 300, minimum=1)
+# The newest checkpoint kept outside the database (a file on this machine; "" turns it off), so that
+# checkpoints deleted together with what they anchored are detected. On by default in production.
+_anchor = env("MEMCONSOLE_AUDIT_ANCHOR")
+MEMCONSOLE_AUDIT_ANCHOR = (
+    _anchor.strip() if _anchor is not None else str(VAR_DIR / "audit-anchor.json") if PRODUCTION else ""
+)
 # Write-behind vector indexing (memory/pending.py, docs/operations.md "Write-behind indexing"): a
 # remember commits its vector with the episode and returns; "thread" drains them from a thread of each
 # writing process, "worker" from the job worker, "inline" writes them before remember returns. Drained

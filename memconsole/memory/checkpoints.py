@@ -11,6 +11,11 @@ still exists: a chain can then lose nothing at or before its last checkpoint uns
 Checkpoints are taken every MEMCONSOLE_AUDIT_CHECKPOINT_SECONDS by the job worker (`take_if_due`),
 by every health check, and by `manage.py audit_checkpoint`. Taking one reads the heads without
 locking them: writers never wait on it.
+
+What the database alone cannot show is its newest checkpoints (or all of them) deleted together
+with what they anchored. Each process that takes a checkpoint therefore also keeps the newest one
+outside the database, in the file MEMCONSOLE_AUDIT_ANCHOR (on by default in production) and in its
+log; `replay` reports a checkpoint that file names and the database no longer holds.
 """
 
 from __future__ import annotations
@@ -19,8 +24,11 @@ import hashlib
 import hmac
 import json
 import logging
+import os
+import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -60,7 +68,10 @@ def take() -> AuditCheckpoint | None:
     (or another checkpoint was being taken at the same moment)."""
     try:
         with transaction.atomic():
-            return _take()
+            checkpoint = _take()
+            if checkpoint is not None:
+                transaction.on_commit(lambda: keep_outside(checkpoint))
+            return checkpoint
     except IntegrityError:  # a concurrent checkpoint took this seq: that one anchors the same heads
         log.info("an audit checkpoint was taken concurrently; this one is skipped")
         return None
@@ -126,6 +137,7 @@ def replay(batch: int = 500) -> Anchors:
     while True:
         rows = list(AuditCheckpoint.objects.filter(seq__gte=expected_seq).order_by("seq")[:batch])
         if not rows:
+            anchors.problem = outside_problem()
             return anchors
         for checkpoint in rows:
             if problem := _checkpoint_problem(checkpoint, expected_seq, previous, anchors):
@@ -159,3 +171,93 @@ def _checkpoint_problem(checkpoint: AuditCheckpoint, expected_seq: int, previous
 
 def chain_label(chain: str) -> str:
     return f"the chain of space {chain}" if chain else "the install-wide chain"
+
+
+# --- the newest checkpoint, kept outside the database ---------------------------------------------
+
+
+class AnchorError(ValueError):
+    """The file MEMCONSOLE_AUDIT_ANCHOR names cannot be read as an anchor."""
+
+
+def anchor_path() -> Path | None:
+    value = settings.MEMCONSOLE_AUDIT_ANCHOR
+    return Path(value) if value else None
+
+
+def read_anchor(path: Path) -> Head | None:
+    """(seq, checkpoint_hash) the file records, or None when there is no file yet."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return int(data["seq"]), str(data["checkpoint_hash"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise AnchorError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def keep_outside(checkpoint: AuditCheckpoint, *, replace: bool = False) -> None:
+    """Log a committed checkpoint and write it to MEMCONSOLE_AUDIT_ANCHOR unless the file already
+    records a newer one (`replace`: whatever it records). A failed write is logged, never raised:
+    the checkpoint itself is committed."""
+    log.info("audit checkpoint #%s committed: %s", checkpoint.seq, checkpoint.checkpoint_hash)
+    path = anchor_path()
+    if path is None:
+        return
+    try:
+        if not replace:
+            current = _readable_anchor(path)
+            if current is not None and current[0] >= checkpoint.seq:
+                return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {
+            "seq": checkpoint.seq,
+            "checkpoint_hash": checkpoint.checkpoint_hash,
+            "created_at": checkpoint.created_at.astimezone(UTC).isoformat(),
+        }
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".audit-anchor-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(record, out)
+        Path(temporary).replace(path)
+    except OSError as exc:
+        log.error("the audit anchor %s could not be written (checkpoint #%s): %s", path, checkpoint.seq, exc)
+
+
+def _readable_anchor(path: Path) -> Head | None:
+    try:
+        return read_anchor(path)
+    except AnchorError:
+        return None  # overwritten by the newer checkpoint (the health check reported it meanwhile)
+
+
+def outside_problem() -> str:
+    """Why the checkpoint kept outside the database does not match the database's, or ""."""
+    path = anchor_path()
+    if path is None:
+        return ""
+    try:
+        anchored = read_anchor(path)
+    except AnchorError as exc:
+        return f"the checkpoint kept outside the database in {path} is unreadable ({exc})"
+    if anchored is None:
+        return ""
+    seq, expected = anchored
+    stored = AuditCheckpoint.objects.filter(seq=seq).values_list("checkpoint_hash", flat=True).first()
+    if stored is None:
+        return (
+            f"audit checkpoint #{seq}, which {path} keeps outside the database, is missing: checkpoints "
+            "were deleted, or the database was restored from a backup older than that file (after a "
+            "deliberate restore, run manage.py audit_checkpoint --reanchor)"
+        )
+    if not hmac.compare_digest(stored, expected):
+        return f"audit checkpoint #{seq} is not the one {path} keeps outside the database"
+    return ""
+
+
+def reanchor() -> AuditCheckpoint | None:
+    """Keep the database's newest checkpoint outside it, whatever the file recorded (after a
+    deliberate restore of an older backup); None when the database has no checkpoint."""
+    newest = AuditCheckpoint.objects.order_by("-seq").first()
+    if newest is not None:
+        keep_outside(newest, replace=True)
+    return newest
