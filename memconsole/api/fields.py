@@ -107,18 +107,9 @@ Query = Annotated[
 ]
 Sender = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS), Trimmed]
 
-
-def _not_blanks_only(value: Any) -> Any:
-    """A filter of spaces or invisible characters only is refused: it would read as no filter."""
-    if isinstance(value, str) and value and not validation.trimmed(value):
-        raise PydanticCustomError(
-            "invalid", 'holds only spaces or invisible characters: leave it out (or send "") for every speaker'
-        )
-    return value
-
-
-# A sender to filter by: "" (or absent) is every speaker's; " " or "\u200b" is a 422, not that.
-SenderFilter = Annotated[Sender, BeforeValidator(_not_blanks_only)]
+# A sender to filter by, passed as sent: the domain reads "" as every speaker's and refuses " " or
+# "\u200b" (`filters.EpisodeFilter`), which trimming here would turn into "".
+SenderFilter = Annotated[Text, Field(max_length=validation.MAX_SENDER_CHARS)]
 Tag = Annotated[Text, Field(max_length=validation.MAX_TAG_CHARS, pattern="^[^,]*$"), AfterValidator(_no_comma)]
 Tags = Annotated[list[Tag], Field(max_length=validation.MAX_TAGS)]
 Item = Annotated[
