@@ -381,10 +381,10 @@ class _Pool:
             return ranking.is_exact_id_query(query, e.episode_id), own, parts.topical if own else 0.0, c.hit.score, e.id
 
         candidates.sort(key=order, reverse=True)
-        kept, texts = 0, set()  # the texts kept so far: a prompt gets a fact remembered twice once
+        kept, texts = 0, set()  # (distinct) the texts kept so far: a prompt gets a fact remembered twice once
         for candidate in candidates:
             exact_id = ranking.is_exact_id_query(query, candidate.hit.episode.episode_id)
-            same_text = " ".join(candidate.hit.episode.content.casefold().split())
+            same_text = " ".join(candidate.hit.episode.content.casefold().split()) if distinct else ""
             if not passes(candidate) and not exact_id:
                 candidate.outcome = BELOW_FLOOR
             elif distinct and same_text in texts and not exact_id:
