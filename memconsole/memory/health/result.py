@@ -80,9 +80,14 @@ def safely(check_id: str, fn: Callable[..., Check], *args: Any) -> Check:
         return fn(*args)
     except Exception as exc:
         log.exception("health check %s raised", check_id)
-        fix = ""
-        if isinstance(exc, vectors.VectorIndexError):
-            fix = INDEX_FIX
-        elif isinstance(exc, DatabaseError):
-            fix = DATABASE_FIX
-        return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}", fix)
+        return failure(check_id, exc)
+
+
+def failure(check_id: str, exc: Exception) -> Check:
+    """The ERROR check of a check that could not run because of `exc`, with the fix its kind needs."""
+    fix = ""
+    if isinstance(exc, vectors.VectorIndexError):
+        fix = INDEX_FIX
+    elif isinstance(exc, DatabaseError):
+        fix = DATABASE_FIX
+    return Check(check_id, ERROR, f"the check could not run: {type(exc).__name__}: {exc}", fix)

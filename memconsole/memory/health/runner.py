@@ -19,7 +19,7 @@ from ..wording import said
 from . import backlog, checks, erasures, integrity
 from .cleanup import cleanup, sweep_leftovers
 from .probe import PROBE_CHECKS, Canaries, new_canaries, run_probe_checks
-from .result import OK, Check, HealthResult, safely, worst
+from .result import OK, Check, HealthResult, failure, safely, worst
 
 log = logging.getLogger("memconsole.health")
 
@@ -73,9 +73,8 @@ def _run_checks(actor: Actor, store: bool, on_canaries: Callable[[Canaries], Non
         results.update(_run_probe(on_canaries))
     except Exception as exc:  # the probe could not start (the database is down): each of its checks says so
         log.exception("the health probe could not run")
-        failed = safely("write", _raise, exc)
         for check_id in ("write", *PROBE_CHECKS, "cleanup"):
-            results.setdefault(check_id, Check(check_id, failed.status, failed.detail, failed.fix))
+            results.setdefault(check_id, failure(check_id, exc))
     results["index_drift"] = safely("index_drift", integrity.check_index_drift)
     results["index_backlog"] = safely("index_backlog", backlog.check_index_backlog)
     results["audit_chain"] = safely("audit_chain", integrity.check_audit_chain)
@@ -91,10 +90,6 @@ def _run_checks(actor: Actor, store: bool, on_canaries: Callable[[Canaries], Non
     )
     _record(actor, result, store)
     return result.as_dict()
-
-
-def _raise(exc: Exception) -> Check:
-    raise exc
 
 
 def latest_runs(limit: int = 20) -> list[HealthRun]:
