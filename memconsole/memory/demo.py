@@ -1,13 +1,16 @@
-"""A believable demo workspace: 3 bots, group and private chats in both isolation modes, speakers
-with profiles, ~3,000 episodes in English and Chinese, supersede chains and injection snapshots.
+"""A believable demo workspace: 3 bots, group and private chats in both isolation modes, people
+with profiles who speak English, Chinese or Spanish, ~2,000 episodes, supersede chains and
+injection snapshots. What they say is in `demo_data` (each person has one persona).
 
 Deterministic (seeded), written through the same audit chain and vector index as real data.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -16,6 +19,21 @@ from django.utils import timezone
 from . import audit, lexical
 from .audit import Actor
 from .counters import recount
+from .demo_data import (
+    ANSWERS_IN,
+    BOTS,
+    CHAT_NAMES,
+    CORRECTIONS,
+    EVENT_WORDS,
+    EVENTS,
+    NAMES,
+    PERSONA_WORDS,
+    QUERIES,
+    SHORT_ANSWERS,
+    STABLE,
+    STYLE_PREFERENCES,
+    TRAITS,
+)
 from .episodes import REMEMBERED
 from .injection import record_injection
 from .models import STATUS_ACTIVE, STATUS_ARCHIVED, STATUS_SUPERSEDED, Episode
@@ -25,186 +43,109 @@ from .scopes import ScopeKeys, derive_scope, register_scope
 from .sync import index_episodes
 from .wording import said
 
-BOTS = [
-    (
-        "8c6e3f52-support-bot",
-        "session",
-        ["group_1001", "group_1002", "group_1003", "group_1004", "person_501", "person_502"],
-    ),
-    ("2b91d7a0-study-buddy", "session", ["group_2001", "group_2002", "person_601", "person_602", "person_603"]),
-    ("e47a1c09-family-helper", "bot", ["group_3001", "group_3002", "person_701", "person_702"]),
-]
-
-EN_NAMES = [
-    "Alice",
-    "Bob",
-    "Carmen",
-    "David",
-    "Elena",
-    "Farid",
-    "Grace",
-    "Hiro",
-    "Ines",
-    "Jonas",
-    "Kemal",
-    "Lena",
-    "Marco",
-    "Nadia",
-    "Oscar",
-    "Priya",
-    "Quentin",
-    "Rosa",
-    "Sam",
-    "Tariq",
-]
-ZH_NAMES = [
-    "王伟",
-    "李娜",
-    "张敏",
-    "刘洋",
-    "陈静",
-    "杨帆",
-    "赵磊",
-    "黄丽",
-    "周杰",
-    "吴芳",
-    "徐强",
-    "孙悦",
-    "马超",
-    "朱琳",
-    "胡斌",
-    "郭婷",
-    "林峰",
-    "何雪",
-    "高翔",
-    "罗佳",
-]
-
-EN_FACTS = [
-    ("I'm planning a trip to {place} next month", ["travel", "plan"]),
-    ("My favourite food is {food}", ["food", "preference"]),
-    ("I work as a {job} and mostly do remote work", ["work", "fact"]),
-    ("Our team meeting moved to {day} at 10am", ["work", "schedule"]),
-    ("I have a dog called {pet} who loves long walks", ["pet", "fact"]),
-    ("I'm learning {lang} and practise every evening", ["learning", "hobby"]),
-    ("Please remind me about the {thing} deadline on {day}", ["reminder", "deadline"]),
-    ("I don't eat {food} any more, I'm trying to eat healthier", ["food", "preference-change"]),
-    ("My birthday is in {month}", ["personal", "fact"]),
-    ("I prefer short answers with bullet points", ["preference", "style"]),
-    ("The release of version {ver} is planned for {month}", ["project", "plan"]),
-    ("I started running {n} kilometres on weekends", ["sport", "hobby"]),
-    ("My sister is visiting from {place} in {month}", ["family", "plan"]),
-    ("I am allergic to {food}", ["health", "fact"]),
-    ("Can we move the {thing} review to {day}?", ["work", "schedule"]),
-]
-ZH_FACTS = [
-    ("我下个月要去{zplace}旅行", ["travel", "plan"]),
-    ("我最喜欢吃{zfood}", ["food", "preference"]),
-    ("我们的周会改到{zday}上午十点", ["work", "schedule"]),
-    ("我在学{zlang}，每天晚上练习半小时", ["learning", "hobby"]),
-    ("请提醒我{zday}交{zthing}", ["reminder", "deadline"]),
-    ("我养了一只猫，叫{zpet}", ["pet", "fact"]),
-    ("我的生日在{zmonth}", ["personal", "fact"]),
-    ("我对{zfood}过敏", ["health", "fact"]),
-    ("周末我喜欢去公园跑步", ["sport", "hobby"]),
-    ("我更喜欢简短的回答", ["preference", "style"]),
-]
-# A fact and its correction, keyed by the fact's template: (correction, tags, the word the correction
-# changes, or None when it keeps the fact's words; {was} is that word's old value). Each supersede
-# chain of the demo is one of these.
-CORRECTIONS: dict[str, tuple[str, list[str], str | None]] = {
-    "I'm planning a trip to {place} next month": (
-        "Correction: the trip to {place} is the month after next, not next month",
-        ["correction", "travel"],
-        None,
-    ),
-    "My favourite food is {food}": (
-        "Actually my favourite food is {food} now, not {was}",
-        ["correction", "food"],
-        "food",
-    ),
-    "Our team meeting moved to {day} at 10am": (
-        "Update: the team meeting is on {day} now, not {was}",
-        ["fact-update", "work"],
-        "day",
-    ),
-    "I'm learning {lang} and practise every evening": (
-        "Update: I stopped learning {was}, I'm learning {lang} now",
-        ["fact-update", "learning"],
-        "lang",
-    ),
-    "我最喜欢吃{zfood}": ("更正：我现在最喜欢吃{zfood}了，不是{was}", ["correction", "food"], "zfood"),
-    "我们的周会改到{zday}上午十点": ("更新：周会从{was}改到{zday}了", ["fact-update", "work"], "zday"),
-    "我下个月要去{zplace}旅行": ("更正：去{zplace}的旅行推迟到下下个月", ["correction", "travel"], None),
-}
-WORDS = {
-    "place": ["Beijing", "Lisbon", "Kyoto", "Mexico City", "Cape Town", "Oslo", "Hanoi", "Buenos Aires"],
-    "food": ["dumplings", "paella", "ramen", "tacos", "peanuts", "shellfish", "pizza", "curry"],
-    "job": ["data engineer", "nurse", "teacher", "product designer", "translator", "accountant"],
-    "day": ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"],
-    "pet": ["Biscuit", "Luna", "Mochi", "Rex", "Pepper"],
-    "lang": ["Spanish", "Japanese", "Mandarin", "German", "Portuguese"],
-    "thing": ["budget", "design", "quarterly report", "grant", "thesis"],
-    "month": ["January", "March", "May", "July", "September", "November"],
-    "ver": ["2.0", "2.1", "3.0", "1.4"],
-    "n": ["5", "8", "10", "12"],
-    "zplace": ["北京", "上海", "成都", "西安", "杭州", "广州"],
-    "zfood": ["饺子", "火锅", "小笼包", "花生", "海鲜", "面条"],
-    "zday": ["周一", "周二", "周三", "周四", "周五"],
-    "zlang": ["英语", "日语", "西班牙语", "法语"],
-    "zthing": ["报告", "预算", "设计稿", "论文"],
-    "zpet": ["咪咪", "小白", "团团"],
-    "zmonth": ["三月", "五月", "八月", "十月", "十二月"],
-}
-TRAITS = [
-    "curious",
-    "direct",
-    "friendly",
-    "detail-oriented",
-    "busy",
-    "night owl",
-    "early riser",
-    "patient",
-    "funny",
-    "喜欢旅行",
-    "认真",
-]
-PREFERENCES = [
-    "short answers",
-    "bullet points",
-    "answers in Chinese",
-    "answers in English",
-    "no emojis",
-    "examples first",
-    "formal tone",
-]
-QUERIES = [
-    "what are my travel plans?",
-    "what food do I like?",
-    "when is the team meeting?",
-    "我喜欢吃什么？",
-    "remind me of deadlines",
-    "tell me about my pet",
-]
-
-EPISODES_PER_SCOPE = 200
+EPISODES_PER_SCOPE = 200  # a group chat's; a private chat has a quarter (one person says them all)
+CORRECTIONS_PER_SCOPE = 6
 INDEX_BATCH = 256
+
+
+@dataclass
+class Person:
+    sender_id: str
+    name: str
+    language: str
+    persona: dict[str, str]
+    short_answers: bool
+    traits: list[str] = field(default_factory=list)
+    preferences: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Line:
+    """One thing a person says: its template, tags and words (kept for its correction)."""
+
+    template: str
+    tags: list[str]
+    words: dict[str, str]
+
+    @property
+    def text(self) -> str:
+        return self.template.format(**self.words)
+
+
+def people(rng: random.Random) -> list[Person]:
+    """Everyone in the demo, each with one persona for every chat they are in."""
+    out: list[Person] = []
+    for language, names in NAMES.items():
+        for name in names:
+            persona = {key: rng.choice(values) for key, values in PERSONA_WORDS[language].items()}
+            person = Person(f"u{1000 + len(out)}", name, language, persona, short_answers=rng.random() < 0.4)
+            person.traits = rng.sample(TRAITS[language], 2)
+            person.preferences = [ANSWERS_IN[language], *rng.sample(STYLE_PREFERENCES, 1)]
+            if person.short_answers:
+                person.preferences.append("short answers")
+            out.append(person)
+    return out
+
+
+def _events(person: Person, rng: random.Random) -> list[Line]:
+    """Every distinct event a person can tell (each template with every choice of its words), shuffled."""
+    words = EVENT_WORDS[person.language]
+    out: list[Line] = []
+    for template, tags in EVENTS[person.language]:
+        keys = [key for key in words if "{" + key + "}" in template]
+        out.extend(
+            Line(template, tags, dict(zip(keys, values, strict=True)))
+            for values in itertools.product(*(words[key] for key in keys))
+        )
+    rng.shuffle(out)
+    return out
+
+
+def _statements(person: Person) -> list[Line]:
+    """What a person says about themselves (once per chat)."""
+    stable = [Line(template, tags, dict(person.persona)) for template, tags in STABLE[person.language]]
+    if person.short_answers:
+        template, tags = SHORT_ANSWERS[person.language]
+        stable.append(Line(template, tags, {}))
+    return stable
+
+
+def script(
+    members: list[Person], size: int, rng: random.Random, before: set[tuple[str, str]]
+) -> list[tuple[Person, Line]]:
+    """What is said in one chat, oldest first: each member's statements about themselves (some of
+    them, in a small chat) and events, no person saying the same words twice in one memory (`before`:
+    the (sender id, text) said in the memory's other chats so far, updated)."""
+
+    def new(person: Person, line: Line) -> bool:
+        return (person.sender_id, line.text) not in before
+
+    stable = [(person, line) for person in members for line in _statements(person) if new(person, line)]
+    rng.shuffle(stable)
+    lines = stable[: max(1, size // 2)]
+    events = {person.sender_id: [line for line in _events(person, rng) if new(person, line)] for person in members}
+    while len(lines) < size:
+        speaking = [person for person in members if events[person.sender_id]]
+        if not speaking:
+            break
+        person = rng.choice(speaking)
+        lines.append((person, events[person.sender_id].pop()))
+    rng.shuffle(lines)
+    before.update((person.sender_id, line.text) for person, line in lines)
+    return lines
+
+
+def _corrected_words(line: Line, person: Person, changed: str | None, rng: random.Random) -> dict[str, str]:
+    """The statement's own words, with `changed` (if any) replaced by another value and its old one as `was`."""
+    if changed is None:
+        return line.words
+    table = PERSONA_WORDS if changed in PERSONA_WORDS[person.language] else EVENT_WORDS
+    others = [value for value in table[person.language][changed] if value != line.words[changed]]
+    return {**line.words, changed: rng.choice(others), "was": line.words[changed]}
 
 
 class DemoNotEmpty(Exception):
     pass
-
-
-def _words(rng: random.Random) -> dict[str, str]:
-    return {key: rng.choice(values) for key, values in WORDS.items()}
-
-
-def _corrected_words(words: dict[str, str], changed: str | None, rng: random.Random) -> dict[str, str]:
-    """The fact's own words, with `changed` (if any) replaced by another value and its old one as `was`."""
-    if changed is None:
-        return words
-    others = [value for value in WORDS[changed] if value != words[changed]]
-    return {**words, changed: rng.choice(others), "was": words[changed]}
 
 
 def load_demo(force: bool = False, progress: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -215,43 +156,46 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
     rng = random.Random(20261129)
     actor = Actor.system("load_demo")
     now = timezone.now()
-    speakers = [(f"u{1000 + i}", name) for i, name in enumerate(EN_NAMES + ZH_NAMES)]
+    everyone = people(rng)
     totals = {"scopes": 0, "episodes": 0, "profiles": 0, "snapshots": 0}
-    all_keys: list[tuple[ScopeKeys, list[tuple[str, str]]]] = []
+    chats: list[tuple[ScopeKeys, list[Person]]] = []
     for bot_uuid, isolation, sessions in BOTS:
         for session_name in sessions:
             keys = derive_scope(bot_uuid, session_name, isolation)
-            members = rng.sample(speakers, 6) if session_name.startswith("group_") else [rng.choice(speakers)]
-            all_keys.append((keys, members))
+            members = rng.sample(everyone, 6) if session_name.startswith("group_") else [rng.choice(everyone)]
+            chats.append((keys, members))
 
-    for number, (keys, members) in enumerate(all_keys, start=1):
-        say(f"scope {number}/{len(all_keys)}: {keys.scope_key} ({keys.isolation})")
-        created = _demo_episodes(keys, members, rng, actor, now)
-        totals["episodes"] += created
+    said_in: dict[str, set[tuple[str, str]]] = {}  # per memory (user_key): who said what
+    for number, (keys, members) in enumerate(chats, start=1):
+        say(f"scope {number}/{len(chats)}: {keys.scope_key} ({keys.isolation})")
+        group = len(members) > 1
+        size = EPISODES_PER_SCOPE if group else max(1, EPISODES_PER_SCOPE // 4)
+        totals["episodes"] += _demo_episodes(
+            keys, script(members, size, rng, said_in.setdefault(keys.user_key, set())), rng, actor, now
+        )
         totals["scopes"] += 1
         update_profile(
             keys,
             actor,
             "session",
-            name=f"{keys.session_name} chat",
-            add_traits=rng.sample(TRAITS, 2),
-            notes="Demo conversation. Members: " + ", ".join(n for _, n in members),
+            name=CHAT_NAMES.get(keys.session_name) or f"{members[0].name} (private chat)",
+            notes="Demo conversation. Members: " + ", ".join(person.name for person in members),
         )
         totals["profiles"] += 1
-        for sender_id, name in members:
-            update_profile(keys, actor, "speaker", sender_id, name=name, add_traits=rng.sample(TRAITS, 2))
+        for person in members:
+            update_profile(keys, actor, "speaker", person.sender_id, name=person.name, add_traits=person.traits)
             if rng.random() < 0.5:  # a second version, so history and rollback have something to show
-                update_profile(keys, actor, "speaker", sender_id, add_preferences=rng.sample(PREFERENCES, 2))
+                update_profile(keys, actor, "speaker", person.sender_id, add_preferences=person.preferences)
             totals["profiles"] += 1
         for _ in range(4):
-            sender_id, name = rng.choice(members)
+            person = rng.choice(members)
             record_injection(
                 keys,
                 actor,
-                rng.choice(QUERIES),
+                rng.choice(QUERIES[person.language]),
                 query_id=f"demo-{rng.getrandbits(32):08x}",
-                sender_id=sender_id,
-                sender_name=name,
+                sender_id=person.sender_id,
+                sender_name=person.name,
                 top_k=3,
             )
             totals["snapshots"] += 1
@@ -259,44 +203,37 @@ def load_demo(force: bool = False, progress: Callable[[str], None] | None = None
 
 
 def _demo_episodes(
-    keys: ScopeKeys, members: list[tuple[str, str]], rng: random.Random, actor: Actor, now: datetime
+    keys: ScopeKeys, lines: list[tuple[Person, Line]], rng: random.Random, actor: Actor, now: datetime
 ) -> int:
     rows: list[Episode] = []
-    facts: list[tuple[str, dict[str, str]]] = []  # each row's template and words, for its correction
     with transaction.atomic():
         register_scope(keys)
-        for position in range(EPISODES_PER_SCOPE):
-            sender_id, name = rng.choice(members)
-            chinese = name in ZH_NAMES
-            template, tags = rng.choice(ZH_FACTS if chinese else EN_FACTS)
-            age = timedelta(days=(EPISODES_PER_SCOPE - position) * rng.uniform(0.5, 2.0), minutes=rng.randint(0, 1440))
-            importance = rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0]  # drawn before the content, as always
-            words = _words(rng)
-            facts.append((template, words))
-            episode = Episode.create(
-                keys,
-                template.format(**words),
-                tags=list(tags),
-                importance=importance,
-                timestamp=now - age,
-                sender_id=sender_id,
-                sender_name=name,
-                source="agent",
-                created_at=now - age,
-                updated_at=now - age,
+        for position, (person, line) in enumerate(lines):
+            age = timedelta(days=(len(lines) - position) * rng.uniform(0.5, 2.0), minutes=rng.randint(0, 1440))
+            rows.append(
+                Episode.create(
+                    keys,
+                    line.text,
+                    tags=list(line.tags),
+                    importance=rng.choices([1, 2, 3, 4, 5], [2, 5, 3, 2, 1])[0],
+                    timestamp=now - age,
+                    sender_id=person.sender_id,
+                    sender_name=person.name,
+                    source="agent",
+                    created_at=now - age,
+                    updated_at=now - age,
+                )
             )
-            rows.append(episode)
-        # A few supersede chains: a later correction replaces the fact it corrects.
-        correctable = [n for n, (template, _words_) in enumerate(facts) if template in CORRECTIONS]
-        for n in rng.sample(correctable, min(6, len(correctable))):
-            old = rows[n]
-            template, words = facts[n]
-            correction_template, tags, changed = CORRECTIONS[template]
+        # A few supersede chains: a later correction replaces what it corrects.
+        correctable = [n for n, (_person, line) in enumerate(lines) if line.template in CORRECTIONS]
+        for n in rng.sample(correctable, min(CORRECTIONS_PER_SCOPE, len(correctable))):
+            old, (person, line) = rows[n], lines[n]
+            correction_template, tags, changed = CORRECTIONS[line.template]
             first_said = old.timestamp or now
-            timestamp = first_said + (now - first_said) * rng.uniform(0.3, 0.95)  # after the fact
+            timestamp = first_said + (now - first_said) * rng.uniform(0.3, 0.95)  # after the statement
             correction = Episode.create(
                 keys,
-                correction_template.format(**_corrected_words(words, changed, rng)),
+                correction_template.format(**_corrected_words(line, person, changed, rng)),
                 tags=list(tags),
                 importance=3,
                 timestamp=timestamp,

@@ -133,6 +133,11 @@ CHAINS = [
     (r"我最喜欢吃(?P<was>.+)", r"更正：我现在最喜欢吃(?P<new>.+)了，不是(?P<was>.+)"),
     (r"我们的周会改到(?P<was>.+)上午十点", r"更新：周会从(?P<was>.+)改到(?P<new>.+)了"),
     (r"我下个月要去(?P<place>.+)旅行", r"更正：去(?P<place>.+)的旅行推迟到下下个月"),
+    (r"Mi comida favorita es (?P<was>.+)", r"En realidad ahora mi comida favorita es (?P<new>.+), no (?P<was>.+)"),
+    (
+        r"El mes que viene me voy de viaje a (?P<place>.+)",
+        r"Corrección: el viaje a (?P<place>.+) es dentro de dos meses",
+    ),
 ]
 
 
@@ -159,3 +164,70 @@ def test_it_makes_each_supersede_chain_replace_a_fact_with_its_correction(small_
     ]
     assert wrong == []
     assert all(newer[o.superseded_by].timestamp > o.timestamp for o in superseded)  # the correction comes later
+
+
+# What a person says about themselves (by its tags): once per chat, the same in every chat.
+ABOUT_THEMSELVES = [
+    ["food", "preference"],
+    ["work", "fact"],
+    ["pet", "fact"],
+    ["learning", "hobby"],
+    ["personal", "fact"],
+    ["health", "fact"],
+    ["family", "fact"],
+]
+
+
+@pytest.fixture
+def group_demo(monkeypatch):
+    """Group chats of 60 episodes: enough for every member to say most of what they would."""
+    monkeypatch.setattr("memconsole.memory.demo.EPISODES_PER_SCOPE", 60)
+    call_command("load_demo")
+    return list(Episode.objects.exclude(status=STATUS_SUPERSEDED))
+
+
+def test_no_one_says_two_things_about_themselves_that_contradict(group_demo):
+    """Found by a new user: Bob had three favourite foods in one chat, another person 23 copies of
+    one preference. Each statement about oneself is made once per chat and is the same everywhere."""
+    said: dict[tuple[str, str, str], list[str]] = {}
+    everywhere: dict[tuple[str, str], set[str]] = {}
+    for episode in group_demo:
+        if episode.tags in ABOUT_THEMSELVES:
+            kind = ",".join(episode.tags)
+            said.setdefault((episode.user_key, episode.sender_id, kind), []).append(episode.content)
+            everywhere.setdefault((episode.sender_id, kind), set()).add(episode.content)
+    assert said and all(len(texts) == 1 for texts in said.values()), [t for t in said.values() if len(t) > 1][:3]
+    assert all(len(texts) == 1 for texts in everywhere.values()), [t for t in everywhere.values() if len(t) > 1][:3]
+
+
+def test_no_one_says_the_same_words_twice_in_a_chat(group_demo):
+    seen: dict[tuple[str, str, str], int] = {}
+    for episode in group_demo:
+        key = (episode.user_key, episode.sender_id, episode.content)
+        seen[key] = seen.get(key, 0) + 1
+    assert [key[2] for key, n in seen.items() if n > 1] == []
+
+
+def test_no_one_is_allergic_to_their_favourite_food(group_demo):
+    foods = {
+        e.sender_id: e.content.removeprefix("My favourite food is ")
+        for e in group_demo
+        if e.tags == ["food", "preference"]
+    }
+    allergies = {
+        e.sender_id: e.content.removeprefix("I am allergic to ") for e in group_demo if e.tags == ["health", "fact"]
+    }
+    assert [who for who in foods if who in allergies and foods[who] == allergies[who]] == []
+
+
+def test_profiles_never_prefer_answers_in_two_languages(group_demo):
+    for profile in Profile.objects.filter(type="speaker"):
+        languages = [p for p in profile.payload.get("preferences", []) if p.startswith("answers in")]
+        assert len(languages) <= 1, (profile.payload["name"], languages)
+
+
+def test_people_speak_english_chinese_and_spanish(group_demo):
+    texts = [episode.content for episode in group_demo]
+    assert any(re.search(r"[\u4e00-\u9fff]", text) for text in texts)
+    assert any(text.startswith(("Mi comida favorita", "Tengo un perro", "Esta noche cenamos")) for text in texts)
+    assert any(snapshot.payload["query"].startswith("¿") for snapshot in InjectionSnapshot.objects.all())
