@@ -19,6 +19,7 @@ KIND_LABELS = {
     "deleted": gettext_lazy("Deleted in the source"),
     "deleted_here": gettext_lazy("Deleted here: not brought back"),
     "erased": gettext_lazy("Person erased here: not brought back"),
+    "newer_here": gettext_lazy("Changed here since: kept as it is"),
     "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
     "unknown_status": gettext_lazy("Unknown status: imported as active"),
     "timestamp_missing": gettext_lazy("Empty time: the import time is used"),

@@ -20,7 +20,7 @@ from django.utils.translation import gettext_noop
 
 from memconsole.lib import embeddings, metrics, vectors
 
-from . import audit, indexer, locks, pending, ranking
+from . import audit, corrections, indexer, locks, pending, ranking
 from .audit import Actor
 from .counters import count
 from .episode_extras import prefetch_metadata, save_metadata
@@ -38,6 +38,7 @@ STATUS_CHANGED = {  # and of a status change, by its operation
     "archive": gettext_noop("archive: %(before)s → %(status)s"),
     "restore": gettext_noop("restore: %(before)s → %(status)s"),
 }
+SUPERSEDED = gettext_noop("superseded by %(correction)s")  # the superseded episode's own entry
 
 __all__ = [
     "EpisodePage",
@@ -159,7 +160,9 @@ def supersede_and_audit(
         if candidates
         else []
     )
+    was = {}
     for old in superseded:
+        was[old.episode_id] = old.importance
         old.status = STATUS_SUPERSEDED
         old.superseded_by = episode.episode_id
         old.importance = ranking.superseded_importance(old.importance)
@@ -187,6 +190,19 @@ def supersede_and_audit(
         },
         rows=rows or (),
     )
+    for old in superseded:  # each its own entry, with what a restore gives back (`corrections`)
+        audit.append(
+            "supersede",
+            actor,
+            scope_key=old.scope_key,
+            user_key=keys.user_key,
+            sender_id=old.sender_id,
+            target_type="episode",
+            target_id=old.episode_id,
+            summary=said(SUPERSEDED, correction=episode.episode_id),
+            before={"status": STATUS_ACTIVE.value, "importance": was[old.episode_id]},
+            after={"status": old.status, "importance": old.importance, "superseded_by": episode.episode_id},
+        )
     return superseded
 
 
@@ -309,11 +325,14 @@ def _set_status(
             before = episode.effective_status
             if before == status and not (status == STATUS_ACTIVE and episode.superseded_by):
                 continue
+            importance = episode.importance
+            if status == STATUS_ACTIVE and before == STATUS_SUPERSEDED:
+                episode.importance = corrections.importance_before(keys, episode) or importance
             episode.status = status
             if status == STATUS_ACTIVE:
                 episode.superseded_by = ""
             episode.updated_at = now
-            episode.save(update_fields=["status", "superseded_by", "updated_at"])
+            episode.save(update_fields=["status", "superseded_by", "importance", "updated_at"])
             deltas[before] = deltas.get(before, 0) - 1
             deltas[status] = deltas.get(status, 0) + 1
             audit.append(
@@ -325,8 +344,11 @@ def _set_status(
                 target_type="episode",
                 target_id=episode.episode_id,
                 summary=said(STATUS_CHANGED[operation], statuses=("before", "status"), before=before, status=status),
-                before={"status": before},
-                after={"status": status},
+                before={"status": before, **({"importance": importance} if episode.importance != importance else {})},
+                after={
+                    "status": status,
+                    **({"importance": episode.importance} if episode.importance != importance else {}),
+                },
                 metadata=note,
             )
             changed.append(episode)
@@ -344,9 +366,11 @@ def archive(
     return _set_status(keys, actor, episode_ids, STATUS_ARCHIVED.value, "archive", note)
 
 
-def restore(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> list[Episode]:
-    """Make episodes active again, clearing `superseded_by`."""
-    return _set_status(keys, actor, episode_ids, STATUS_ACTIVE.value, "restore")
+def restore(
+    keys: ScopeKeys, actor: Actor, episode_ids: list[str], *, note: dict[str, Any] | None = None
+) -> list[Episode]:
+    """Make episodes active again, clearing `superseded_by` (`note`: as `archive`'s)."""
+    return _set_status(keys, actor, episode_ids, STATUS_ACTIVE.value, "restore", note)
 
 
 def delete(keys: ScopeKeys, actor: Actor, episode_ids: list[str]) -> int:

@@ -47,23 +47,25 @@ from django.db.models.lookups import Exact
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
-from . import audit, editing, erasure_imports, erasure_index, facts, paging, redactions
+from . import audit, corrections, editing, erasure_imports, erasure_index, facts, paging, redactions
 from .audit import Actor
 from .counters import recount
+from .episodes import restore
 from .erasure_index import compact_database
 from .erasure_journal import ErasureJournal
 from .erasure_snapshots import snapshots_to_rewrite
 from .errors import PermissionDenied, ValidationError, unavailable_on_failure
-from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
+from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion, Scope
 from .paging import chunks
 from .reports import Report
-from .scopes import RESERVED_BOT_UUID
-from .validation import MAX_SENDER_CHARS
+from .scopes import RESERVED_BOT_UUID, keys_of
+from .validation import MAX_SENDER_CHARS, trimmed, validate_speaker
 from .wording import said
 
 log = logging.getLogger("memconsole.memory")
 
 BATCH = 1000
+CORRECTION_ERASED = {"reason": "the correction that superseded it was erased"}
 
 
 @dataclass
@@ -107,11 +109,11 @@ class ErasureReport(Report):
 
 
 def _check(sender_id: Any, bot_uuid: Any, actor: Actor) -> tuple[str, str]:
-    if not isinstance(sender_id, str) or not sender_id.strip():
+    if not isinstance(sender_id, str) or not trimmed(sender_id):
         raise ValidationError("sender_id is required", field="sender_id")
-    sender_id = sender_id.strip()  # as every write stores it (`validation.validate_speaker`)
     if len(sender_id) > MAX_SENDER_CHARS or "\x00" in sender_id:
         raise ValidationError("sender_id is not a valid sender id", field="sender_id")
+    sender_id = validate_speaker(sender_id)  # as every write stores it: "\ufeffu7" is u7
     if bot_uuid is not None and not isinstance(bot_uuid, str):
         raise ValidationError("bot_uuid must be a string", field="bot_uuid")
     bot_uuid = (bot_uuid or "").strip()
@@ -280,6 +282,7 @@ def _erase(
         found.episode_rows = list(episodes.values_list("pk", "episode_id", "user_key"))
         found.profile_pks = list(profiles.values_list("pk", flat=True))
         _fill(report, found, profiles, speaker_snapshots)
+        hidden = corrections.superseded_by(found.episode_ids)  # locked with the rows, before the chains
         ProfileVersion.objects.filter(profile_id__in=found.profile_pks).delete()
         Profile.objects.filter(pk__in=found.profile_pks).delete()
         report.facts, report.messages = facts.erase_person(sender_id, bot_uuid, dry_run=False)
@@ -290,6 +293,8 @@ def _erase(
             Episode.objects.filter(pk__in=batch).delete()
         # Nothing more is appended to the bot's chains until this commits.
         audit.lock_chains_where(_scope_key_in_bot(bot_uuid, "chain"))
+        for scope_key, ids in hidden.items():  # what an erased correction hid is no longer corrected
+            restore(keys_of(Scope.objects.get(scope_key=scope_key)), actor, ids, note=CORRECTION_ERASED)
 
         episode_ids = found.episode_ids
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}
@@ -329,16 +334,8 @@ def _erase(
             snapshot.block_count = len(blocks)
             snapshot.injected = bool(blocks)
             snapshot.injection_chars = sum(len(block) for block in blocks)
-            snapshot.save(
-                update_fields=[
-                    "payload_stored",
-                    "encrypted",
-                    "episode_count",
-                    "block_count",
-                    "injected",
-                    "injection_chars",
-                ]
-            )
+            fields = ["payload_stored", "encrypted", "episode_count", "block_count", "injected", "injection_chars"]
+            snapshot.save(update_fields=fields)
         speaker_snapshots.delete()
         for user_key in found.user_keys:
             recount(user_key)

@@ -18,7 +18,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from memconsole.lib import chromafiles, vectorpurge, vectors
-from memconsole.memory import audit, episodes, erasure, injection, paging, profiles, retrieval
+from memconsole.memory import audit, editing, episodes, erasure, injection, paging, profiles, retrieval
 from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, InjectionSnapshot, Profile, ProfileVersion
@@ -388,3 +388,36 @@ def test_it_erases_beside_a_remember_holding_the_audit_chain_without_a_deadlock(
     counts = EpisodeCounts.objects.get(user_key=keys.user_key)
     assert (counts.active, counts.archived) == (2, 0)
     assert verify_audit_chain().ok
+
+
+@pytest.mark.parametrize("written", ["\ufeffwes", "wes\u200b", " wes "])
+def test_it_erases_a_person_named_with_the_invisible_characters_a_write_trims(keys, system, written):
+    """Found by an auditor: "\\ufeffwes" is stored as wes by every write, but erasing "\\ufeffwes"
+    erased nothing (only spaces were trimmed) and filed its receipt under another person."""
+    kept = episodes.remember(keys, system, "Wes has a secret", sender_id=written).episode
+    assert kept.sender_id == "wes"
+
+    report = erasure.erase_subject(written, actor=system)
+
+    assert report.episodes == 1 and not Episode.objects.filter(sender_id="wes").exists()
+
+
+def test_erasing_the_author_of_a_correction_brings_back_what_it_corrected(keys, system):
+    """Found by a user: a correction reassigned to Mia in the console, then Mia erased, left Leo's
+    memory superseded by an episode that no longer existed: recall never saw it again."""
+    leo = episodes.remember(keys, system, "I live in Lisbon and work as a nurse", sender_id="leo", importance=4).episode
+    correction = episodes.remember(
+        keys, system, "Correction: I live in Lisbon and work as a nurse now", tags=["correction"], sender_id="leo"
+    ).episode
+    assert Episode.objects.get(pk=leo.pk).status == "superseded"
+    editing.reassign_speaker(keys, system, correction.episode_id, "mia")
+
+    erasure.erase_subject("mia", actor=system)
+
+    back = Episode.objects.get(pk=leo.pk)
+    assert (back.status, back.superseded_by, back.importance) == ("active", "", 4)
+    entry = AuditEntry.objects.filter(operation="restore", target_id=back.episode_id).get()
+    assert entry.payload["metadata"]["reason"] == "the correction that superseded it was erased"
+    assert "mia" not in json.dumps(entry.payload) and verify_audit_chain().ok
+    hits = retrieval.recall(keys, "Where does Leo live?", sender_id="leo")
+    assert [hit.episode.episode_id for hit in hits] == [back.episode_id]

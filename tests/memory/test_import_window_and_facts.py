@@ -251,17 +251,45 @@ def test_an_unchanged_profile_keeps_its_version_and_writes_no_audit_entry(tmp_pa
     assert _scope_entry(keys).payload["metadata"]["profiles"] == 0
 
 
-def test_a_changed_profile_still_becomes_a_new_version(tmp_path, keys, system):
+def test_an_older_export_does_not_roll_back_a_profile_changed_since(tmp_path, keys, system):
+    """Found by a user: importing last week's export again put back the traits changed since."""
     profiles.change_profile(keys, system, "speaker", "u1", name="Ann", add_traits=["night owl"])
     path = tmp_path / "export.json"
     path.write_text("".join(exports.stream_scope_export(keys, system)), encoding="utf-8")
-    profiles.change_profile(keys, system, "speaker", "u1", add_traits=["early bird"])
+    profiles.change_profile(keys, system, "speaker", "u1", add_traits=["early bird"], remove_traits=["night owl"])
 
     report = _import(path, keys, system)
 
     row = Profile.objects.get(type="speaker")
-    assert row.version == 3 and row.payload["traits"] == ["night owl"]
+    assert row.version == 2 and row.payload["traits"] == ["early bird"]
+    assert report.profiles == 0 and {item["kind"] for item in report.conflicts} == {"newer_here"}
+
+
+def test_a_profile_newer_in_the_file_becomes_a_new_version(tmp_path, keys, system):
+    profiles.change_profile(keys, system, "speaker", "u1", name="Ann", add_traits=["night owl"])
+    document = json.loads("".join(exports.stream_scope_export(keys, system)))
+    [speaker] = [p["profile"] for p in document["profiles"]["profiles"] if p["type"] == "speaker"]
+    speaker["traits"], speaker["updated_at"] = ["early bird"], (timezone.now() + timedelta(seconds=1)).isoformat()
+    path = _write(tmp_path, document)
+
+    report = _import(path, keys, system)
+
+    row = Profile.objects.get(type="speaker")
+    assert row.version == 2 and row.payload["traits"] == ["early bird"]
     assert report.profiles == 1 and {item["kind"] for item in report.conflicts} == {"profile_exists"}
+
+
+def test_an_older_export_does_not_roll_back_a_fact_changed_since(tmp_path, keys, system):
+    """Found by a user: the bot was told "city: Rome" again after it had learnt Milan."""
+    facts.remember_fact(keys, system, "u1", "city", "Rome")
+    path = tmp_path / "before.json"
+    path.write_text("".join(exports.stream_scope_export(keys, system)), encoding="utf-8")
+    facts.remember_fact(keys, system, "u1", "city", "Milan")
+
+    report = _import(path, keys, system)
+
+    assert [(f.key, f.value) for f in facts.recall_facts(keys, "u1")] == [("city", "Milan")]
+    assert report.facts == 0 and _kinds(report) == {("facts[0]", "newer_here")}
 
 
 class _Checkpoint:

@@ -168,11 +168,15 @@ def test_it_supersedes_a_similar_active_episode_on_correction(keys, system, tag)
     assert (old.status, old.superseded_by, old.importance) == ("superseded", new.episode_id, 1)  # max(1, int(3 × 0.1))
     unrelated.refresh_from_db()
     assert unrelated.status == "active"
-    # one audited operation: one entry, naming what it superseded
-    assert AuditEntry.objects.count() == audits + 1
-    entry = _last_audit()
-    assert (entry.operation, entry.target_id) == ("remember", new.episode_id)
+    # the new episode's entry names what it superseded, and the superseded one has its own entry
+    # with its status and importance before and after (found by a user: its history never said so)
+    assert AuditEntry.objects.count() == audits + 2
+    entry = AuditEntry.objects.get(operation="remember", target_id=new.episode_id)
     assert entry.payload["metadata"]["superseded"] == [old.episode_id]
+    own = _last_audit()
+    assert (own.operation, own.target_id) == ("supersede", old.episode_id)
+    assert own.payload["before"] == {"status": "active", "importance": 3}
+    assert own.payload["after"] == {"status": "superseded", "importance": 1, "superseded_by": new.episode_id}
     assert _counts(keys.user_key) == (2, 1, 0)
     assert _vector_meta(keys.user_key, old.episode_id)["status"] == "superseded"
     assert Episode.objects.get(pk=old.pk).vector_current
@@ -380,7 +384,8 @@ def test_it_restores_a_superseded_episode_clearing_superseded_by(keys, system):
     assert _counts(keys.user_key) == (2, 0, 0)
     entry = _last_audit()
     assert (entry.operation, entry.target_id) == ("restore", old.episode_id)
-    assert (entry.payload["before"], entry.payload["after"]) == ({"status": "superseded"}, {"status": "active"})
+    assert entry.payload["before"] == {"status": "superseded", "importance": 1}
+    assert entry.payload["after"] == {"status": "active", "importance": 2}  # what it had before the correction
 
 
 def test_it_archives_and_restores_several_at_once(keys, system):

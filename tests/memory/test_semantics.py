@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memconsole.memory import episodes, exports, models, profiles, ranking, retrieval, validation
+from memconsole.memory import editing, episodes, exports, models, profiles, ranking, retrieval, validation
 from memconsole.memory.errors import Conflict, ValidationError
 from memconsole.memory.models import AuditEntry, Episode, ProfileVersion
 
@@ -69,6 +69,28 @@ def test_deleting_a_correction_brings_back_what_it_corrected(keys, system):
     assert entry.payload["metadata"]["correction"] == correction.episode_id
     hits = retrieval.recall(keys, "Where does Alice live?", sender_id="alice")
     assert [hit.episode.episode_id for hit in hits] == [alice.episode_id]
+
+
+def test_a_memory_brought_back_gets_back_the_importance_its_correction_lowered(keys, system):
+    """Found by a user: one mistaken correction, deleted, left a critical memory at importance 1."""
+    alice = episodes.remember(keys, system, ALICE, sender_id="alice", importance=5).episode
+    correction = episodes.remember(keys, system, CORRECTION, tags=["correction"], sender_id="alice").episode
+    assert _status(alice) == ("superseded", correction.episode_id, 1)
+
+    episodes.delete(keys, system, [correction.episode_id])
+
+    assert _status(alice) == ("active", "", 5)
+    assert _last_audit().payload["after"] == {"status": "active", "importance": 5}
+
+
+def test_an_importance_changed_since_the_correction_is_kept_when_restored(keys, system):
+    alice = episodes.remember(keys, system, ALICE, sender_id="alice", importance=5).episode
+    episodes.remember(keys, system, CORRECTION, tags=["correction"], sender_id="alice")
+    editing.edit_episode(keys, system, alice.episode_id, importance=3)  # an edit made since
+
+    episodes.restore(keys, system, [alice.episode_id])
+
+    assert _status(alice) == ("active", "", 3)
 
 
 def test_deleting_a_correction_with_what_it_corrected_restores_nothing(keys, system):

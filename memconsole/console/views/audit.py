@@ -23,6 +23,7 @@ AUDIT_PER_PAGE = 25
 # The operations offered by the picker (the log may hold others; typing one filters by it too).
 AUDIT_OPERATIONS = (
     "remember",
+    "supersede",
     "episode_edit",
     "episode_reassign",
     "archive",

@@ -12,7 +12,9 @@ reports as conflicts:
   whose value in the file is not newer than the forget: the value forgotten, or an older one. A
   fact's subject and key are used again, so what tells the fact a forget removed (as an episode's
   deleted id does) from one set again since (a new memory, as an episode written again is) is the
-  time the file gives its value; a value without a time stays forgotten.
+  time the file gives its value; a value without a time stays forgotten;
+- a keyed fact set here after the time the file gives its value: an older export imported again
+  does not roll it back (the profile rule is `plan._resolve_profiles`').
 A memory that should exist again is written again (remember, or the console's New memory).
 """
 
@@ -23,6 +25,7 @@ from datetime import datetime
 from django.utils.translation import gettext_noop  # translated where the report is shown
 
 from ..audit import ERASED_PREFIX, subject_digest
+from ..botmemory_models import Fact
 from ..facts import target_id
 from ..models import AuditEntry
 from ..paging import chunks
@@ -33,6 +36,7 @@ from .report import ImportReport
 DELETED_HERE = gettext_noop("the episode was deleted in this space; not brought back")
 FORGOTTEN_HERE = gettext_noop("the fact was forgotten in this space; not brought back")
 ERASED_HERE = gettext_noop("this person was erased for this bot; not brought back")
+NEWER_HERE = gettext_noop("the fact changed in this space after the file's value; kept as it is")
 
 
 def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
@@ -60,6 +64,10 @@ def drop_forgotten(plan: Plan, report: ImportReport, bot_uuid: str) -> None:
     for fact in [f for f in plan.facts if id(f) in forgotten]:
         report.conflict(fact.keys, "deleted_here", fact.where, FORGOTTEN_HERE, fact.key)
     plan.facts[:] = [f for f in plan.facts if id(f) not in forgotten]
+    newer = {id(fact) for fact in facts_newer_here(plan.facts)}
+    for fact in [f for f in plan.facts if id(f) in newer]:
+        report.conflict(fact.keys, "newer_here", fact.where, NEWER_HERE, fact.key)
+    plan.facts[:] = [f for f in plan.facts if id(f) not in newer]
     for message in [m for m in plan.messages if m.sender_id in erased]:
         report.conflict(message.keys, "erased", message.where, ERASED_HERE)
     plan.messages[:] = [m for m in plan.messages if m.sender_id not in erased]
@@ -106,6 +114,31 @@ def facts_forgotten(items: list[FactIn]) -> list[FactIn]:
                 if when is not None and (fact.updated_at is None or fact.updated_at <= when):
                     forgotten.append(fact)
     return forgotten
+
+
+def facts_newer_here(items: list[FactIn]) -> list[FactIn]:
+    """The facts of `items` holding another value here, set after the time the file gives theirs."""
+    by_space: dict[str, list[FactIn]] = {}
+    for fact in items:
+        if fact.updated_at is not None:
+            by_space.setdefault(fact.keys.user_key, []).append(fact)
+    newer: list[FactIn] = []
+    for user_key, facts in by_space.items():
+        stored: dict[tuple[str, str], Fact] = {}
+        for chunk in chunks(sorted({fact.subject for fact in facts}), LOOKUP_BATCH):
+            stored.update(
+                {(row.subject, row.key): row for row in Fact.objects.filter(user_key=user_key, subject__in=chunk)}
+            )
+        for fact in facts:
+            row = stored.get((fact.subject, fact.key))
+            if (
+                row is not None
+                and fact.updated_at is not None
+                and row.updated_at > fact.updated_at
+                and row.text != fact.value
+            ):
+                newer.append(fact)
+    return newer
 
 
 def erased_people(bot_uuid: str, sender_ids: set[str]) -> set[str]:

@@ -199,16 +199,25 @@ def _resolve_profiles(items: list[ProfileIn], report: ImportReport) -> None:
     """Count the profiles the import writes: an existing one becomes a new version (a conflict,
     said so); one the same as stored is left as it is (a conflict too, not written: no version)."""
     stored: dict[tuple[str, str, str], dict[str, Any] | None] = {}  # what each holds as the file is written
+    changed: dict[tuple[str, str, str], datetime] = {}  # when each stored one last changed here
+    kept = []
     for profile in items:
         owner = (profile.keys.scope_key, profile.type, profile.sender_id)
         if owner not in stored:
             data, row = profiles.get_profile(profile.keys, profile.type, profile.sender_id)
             stored[owner] = data if row is not None else None
+            if row is not None:
+                changed[owner] = row.updated_at
         current = stored[owner]
         if current is not None and profiles.unchanged(current, profile.data):
             reason = gettext_noop("already in the target scope; skipped")
             report.conflict(profile.keys, "exists", profile.where, reason, profile.label)
             continue
+        if owner in changed and profile.updated_at is not None and changed[owner] > profile.updated_at:
+            reason = gettext_noop("the profile changed in this space after the file's; kept as it is")
+            report.conflict(profile.keys, "newer_here", profile.where, reason, profile.label)
+            continue  # an older export imported again does not roll it back
+        kept.append(profile)
         stored[owner] = profile.data
         report.scope(profile.keys)["profiles"] += 1
         report.profiles += 1
@@ -222,6 +231,7 @@ def _resolve_profiles(items: list[ProfileIn], report: ImportReport) -> None:
                 gettext_noop("a profile already exists; the imported one becomes its newest version"),
                 profile.label,
             )
+    items[:] = kept
 
 
 def _existing_ids(user_key: str, old_ids: list[str]) -> dict[str, str]:
