@@ -14,13 +14,18 @@ import re
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlencode, urlsplit
 
-from django.contrib.auth.decorators import login_required
+from django.conf import settings
+from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest
+from django.http import Http404, HttpRequest, HttpResponseRedirect
 from django.http.response import HttpResponseBase
+from django.shortcuts import resolve_url
 from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
+from django_htmx.http import HttpResponseClientRedirect
 
 from memconsole.memory import errors, queries, roles
 from memconsole.memory.audit import Actor
@@ -98,9 +103,38 @@ def console_view(perm: str = roles.VIEW, *, scoped: bool = False) -> Callable[[V
             patch_vary_headers(response, ("HX-Request",))
             return response
 
-        return login_required(never_cache(wrapped))
+        @wraps(view)
+        def logged_in(request: ConsoleRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+            if not request.user.is_authenticated:
+                return to_login(request)
+            return wrapped(request, *args, **kwargs)
+
+        return never_cache(logged_in)
 
     return decorator
+
+
+def to_login(request: HttpRequest) -> HttpResponseBase:
+    """The login page, coming back afterwards to the page the user was on. An htmx request (a
+    session that expired while a page was open) is told to load the login page as a whole page
+    (`HX-Redirect`): following the redirect itself, htmx would put the login form inside the page.
+    A POST comes back to the page it was sent from, never to its own (POST-only) address."""
+    if request.method == "GET" and not getattr(request, "htmx", False):
+        back = request.get_full_path()
+    else:
+        back = _same_site_path(request, request.headers.get("HX-Current-URL") or request.headers.get("Referer"))
+    login = f"{resolve_url(settings.LOGIN_URL)}?{urlencode({REDIRECT_FIELD_NAME: back})}"
+    if getattr(request, "htmx", False):
+        return HttpResponseClientRedirect(login)
+    return HttpResponseRedirect(login)
+
+
+def _same_site_path(request: HttpRequest, url: str | None) -> str:
+    """The path and query of `url` when it is a page of this site, else the overview ("/")."""
+    if not url or not url_has_allowed_host_and_scheme(url, {request.get_host()}, request.is_secure()):
+        return "/"
+    parts = urlsplit(url)
+    return (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
 
 
 def scope_view(perm: str = roles.VIEW) -> Callable[[View], View]:

@@ -113,3 +113,42 @@ def test_guessing_the_current_password_on_the_change_form_counts_as_failed_login
     assert viewer_client.get("/")["Location"].startswith("/accounts/login/")
     locked = Client().post("/accounts/login/", {"username": "viewer", "password": PASSWORD})
     assertContains(locked, "Too many failed logins", status_code=429)
+
+
+# --- a session that expired while a page was open ---------------------------------------------
+
+
+def test_a_page_asked_for_without_a_session_goes_to_the_login_and_back(client):
+    response = client.get("/audit/?operation=remember")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=%2Faudit%2F%3Foperation%3Dremember"
+
+
+def test_an_htmx_request_after_the_session_expired_loads_the_login_as_a_whole_page(client):
+    """Found by a console user: the login page appeared inside the episode table, and logging in
+    from it ended on a 405 (its `next` was the POST-only archive address)."""
+    here = "http://testserver/scopes/1/episodes/?tag=work&page=2"
+    response = client.post("/scopes/1/episodes/abcdefabcdef/archive/", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=here)
+
+    assert response.status_code == 200 and response.content == b""
+    assert response["HX-Redirect"] == "/accounts/login/?next=%2Fscopes%2F1%2Fepisodes%2F%3Ftag%3Dwork%26page%3D2"
+
+
+def test_an_htmx_filter_after_the_session_expired_comes_back_to_the_page_not_the_fragment(client):
+    here = "http://testserver/scopes/1/episodes/"
+    response = client.get("/scopes/1/episodes/?tag=x", HTTP_HX_REQUEST="true", HTTP_HX_CURRENT_URL=here)
+    assert response["HX-Redirect"] == "/accounts/login/?next=%2Fscopes%2F1%2Fepisodes%2F"
+
+
+@pytest.mark.parametrize("referer", [None, "https://evil.example/scopes/1/", "javascript:alert(1)"])
+def test_a_post_without_a_session_comes_back_only_to_a_page_of_this_site(client, referer):
+    extra = {"HTTP_REFERER": referer} if referer else {}
+    response = client.post("/scopes/1/episodes/abcdefabcdef/archive/", **extra)
+    assert response.status_code == 302 and response["Location"] == "/accounts/login/?next=%2F"
+
+
+def test_a_post_without_a_session_comes_back_to_the_page_it_was_sent_from(client):
+    response = client.post(
+        "/scopes/1/episodes/abcdefabcdef/archive/", HTTP_REFERER="http://testserver/scopes/1/episodes/"
+    )
+    assert response["Location"] == "/accounts/login/?next=%2Fscopes%2F1%2Fepisodes%2F"
