@@ -44,7 +44,7 @@ PERSONA_WORDS = {
     EN: {
         "food": ["dumplings", "paella", "ramen", "tacos", "pizza", "curry"],
         "allergen": ["peanuts", "shellfish", "gluten", "sesame"],
-        "job": ["data engineer", "nurse", "teacher", "product designer", "translator", "accountant"],
+        "job": ["a data engineer", "a nurse", "a teacher", "a product designer", "a translator", "an accountant"],
         "pet": ["Biscuit", "Luna", "Mochi", "Rex", "Pepper"],
         "lang": ["Spanish", "Japanese", "Mandarin", "German", "Portuguese"],
         "month": ["January", "March", "May", "July", "September", "November"],
@@ -100,7 +100,7 @@ EVENT_WORDS = {
 STABLE = {
     EN: [
         ("My favourite food is {food}", ["food", "preference"]),
-        ("I work as a {job} and mostly do remote work", ["work", "fact"]),
+        ("I work as {job} and mostly do remote work", ["work", "fact"]),
         ("I have a dog called {pet} who loves long walks", ["pet", "fact"]),
         ("I'm learning {lang} and practise every evening", ["learning", "hobby"]),
         ("My birthday is in {month}", ["personal", "fact"]),

@@ -240,7 +240,7 @@ def test_a_user_limited_to_some_bots_reads_no_install_wide_detail(client_for, op
     job_page = limited.get(job.request["PATH_INFO"]).content.decode()
 
     for shown in (page, job_page):
-        assert "Its details are shown to users of every bot." in shown
+        assert "Its details are shown only to users who may see every bot." in shown
         assert "is reachable and migrated" not in shown and "How to fix" not in shown
     assert "<h3>database " in page  # the checks and their states are still there
 

@@ -12,7 +12,7 @@ from django.core.management import CommandError, call_command
 
 from memconsole.memory import lexical, retrieval
 from memconsole.memory.audit import verify_audit_chain
-from memconsole.memory.management.commands import first_start
+from memconsole.memory.management.commands import first_start, load_demo
 from memconsole.memory.models import (
     STATUS_ARCHIVED,
     STATUS_SUPERSEDED,
@@ -231,3 +231,15 @@ def test_people_speak_english_chinese_and_spanish(group_demo):
     assert any(re.search(r"[\u4e00-\u9fff]", text) for text in texts)
     assert any(text.startswith(("Mi comida favorita", "Tengo un perro", "Esta noche cenamos")) for text in texts)
     assert any(snapshot.payload["query"].startswith("¿") for snapshot in InjectionSnapshot.objects.all())
+
+
+class ColourTerminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_its_progress_on_a_terminal_is_not_coloured_as_an_error(small_demo):
+    """Found by a new user: `make run` printed the demo's progress in bold red, like errors."""
+    out, err = ColourTerminal(), ColourTerminal()
+    call_command(load_demo.Command(stdout=out, stderr=err, force_color=True))  # as manage.py starts it on a terminal
+    assert "scope 1/15" in out.getvalue() and "\x1b[31" not in out.getvalue() and err.getvalue() == ""

@@ -148,7 +148,7 @@ def check_text(context: Any, check: Any, name: str) -> str:
         return ""
     actor = getattr(context.get("request"), "actor", None)
     if actor is None or actor.bot_uuids is not None:
-        return _("Its details are shown to users of every bot.") if name == "detail" else ""
+        return _("Its details are shown only to users who may see every bot.") if name == "detail" else ""
     kept = check.get("said") or {}
     english = str(check.get(name) or "")
     words = kept.get(name) if isinstance(kept, dict) else None
