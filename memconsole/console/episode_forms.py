@@ -72,8 +72,8 @@ class EpisodeForm(ConsoleForm):
         changes = {name: data[name] for name in ("content", "tags", "importance", "sender_id", "sender_name")}
         stamp = data.get("timestamp")
         shown = stored.timestamp.replace(second=0, microsecond=0) if stored and stored.timestamp else None
-        if stamp and stamp != shown:
-            changes["timestamp"] = stamp
+        if stamp and (shown is None or not timezones.same_wall_clock(stamp, shown)):
+            changes["timestamp"] = stamp  # (the second of a repeated hour reads as it was shown: kept)
         return changes
 
     @classmethod

@@ -84,7 +84,19 @@ class TimeZoneForm(forms.Form):
 
 class ZonedDateTimeField(forms.DateTimeField):
     """A date and time typed in the console's zone, refused (not a 500) when it has no place in
-    what memconsole stores (`validation.EARLIEST`..`LATEST` in UTC)."""
+    what memconsole stores (`validation.EARLIEST`..`LATEST` in UTC). A time the clocks show twice
+    (the hour repeated when daylight saving time ends) reads as its first occurrence, as the time
+    the console showed for a stored one does: Django refuses it, and an episode stored in that hour
+    could not be saved at all. A time the clocks skip is still refused."""
+
+    def to_python(self, value: Any) -> datetime | None:
+        try:
+            return super().to_python(value)
+        except forms.ValidationError as exc:
+            naive = (exc.params or {}).get("datetime") if exc.code == "ambiguous_timezone" else None
+            if not isinstance(naive, datetime) or not repeated(naive, timezone.get_current_timezone()):
+                raise
+            return naive.replace(tzinfo=timezone.get_current_timezone(), fold=0)
 
     def validate(self, value: Any) -> None:
         super().validate(value)
@@ -92,6 +104,20 @@ class ZonedDateTimeField(forms.DateTimeField):
             raise forms.ValidationError(
                 _("Enter a date and time from 0001-01-02 to 9999-12-30 (UTC)."), code="out_of_range"
             )
+
+
+def repeated(naive: datetime, zone: Any) -> bool:
+    """Whether the wall-clock time `naive` happens twice in `zone` (its two folds differ)."""
+    first, second = naive.replace(tzinfo=zone, fold=0), naive.replace(tzinfo=zone, fold=1)
+    exists = first.astimezone(UTC).astimezone(zone).replace(tzinfo=None) == naive
+    return exists and first.utcoffset() != second.utcoffset()
+
+
+def same_wall_clock(one: datetime, other: datetime) -> bool:
+    """Whether two times read the same in the console's zone (to the minute shown)."""
+    return local(one).replace(tzinfo=None, second=0, microsecond=0) == local(other).replace(
+        tzinfo=None, second=0, microsecond=0
+    )
 
 
 def local(value: datetime) -> datetime:

@@ -116,3 +116,46 @@ def test_the_episode_form_names_the_zone_its_times_are_read_in(operator_client, 
     for path in (url("episode_add", timed.pk), url("episode_edit", timed.pk, _first(timed))):
         page = operator_client.get(path).content.decode()
         assert "Times are in Asia/Kolkata." in page and "Times are in UTC." not in page, path
+
+
+# Los Angeles repeats 01:00-02:00 on 2026-11-01 (PDT, then PST) and skips 02:00-03:00 on 2026-03-08.
+FIRST_0130 = datetime(2026, 11, 1, 8, 30, tzinfo=UTC)  # 01:30 PDT
+SECOND_0130 = datetime(2026, 11, 1, 9, 30, tzinfo=UTC)  # 01:30 PST
+
+
+@pytest.mark.parametrize("stored", [FIRST_0130, SECOND_0130], ids=["first", "second"])
+def test_an_episode_in_the_repeated_hour_can_be_edited_and_keeps_its_time(operator_client, url, timed, stored):
+    """Found by a console user: an episode at 01:30 on the night the clocks go back could not be
+    saved at all: the form showed 01:30 and refused it as ambiguous."""
+    episode_id = _first(timed)
+    Episode.objects.filter(episode_id=episode_id).update(timestamp=stored)
+    operator_client.post(url("time_zone"), {"zone": "America/Los_Angeles"})
+    form = operator_client.get(url("episode_edit", timed.pk, episode_id)).content.decode()
+    assert 'value="2026-11-01T01:30"' in form
+
+    response = operator_client.post(
+        url("episode_edit", timed.pk, episode_id),
+        {
+            "content": "bulk episode number 011",
+            "tags": "night",
+            "importance": 2,
+            "timestamp": "2026-11-01T01:30",
+            "version": 0,
+        },
+    )
+
+    assert response.status_code in (200, 302), response.content.decode()[:500]
+    episode = Episode.objects.get(episode_id=episode_id)
+    assert episode.tags == ["night"] and episode.timestamp == stored
+
+
+def test_a_filter_in_the_repeated_hour_reads_as_its_first_occurrence(viewer_client, url, timed):
+    viewer_client.post(url("time_zone"), {"zone": "America/Los_Angeles"})
+    response = viewer_client.get(url("episodes", timed.pk), {"after": "2026-11-01T01:30"})
+    assert response.status_code == 200
+
+
+def test_a_time_the_clocks_skip_is_still_refused(viewer_client, url, timed):
+    viewer_client.post(url("time_zone"), {"zone": "America/Los_Angeles"})
+    response = viewer_client.get(url("episodes", timed.pk), {"after": "2026-03-08T02:30"})
+    assert response.status_code == 400 and "may not exist" in response.content.decode()
