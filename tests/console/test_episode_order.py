@@ -177,6 +177,18 @@ def test_inline_actions_update_the_counts_out_of_band(operator_client, url, ligh
     assert re.search(r'<span id="scope-counts" hx-swap-oob="innerHTML">\s*7 active, 1 archived', html)
     assert '<span id="episode-count" hx-swap-oob="true">2 of 7 match.</span>' in html
     assert html.index("</tr>") < html.index("<template>")  # the row first: htmx swaps it into its target
+    # Found by a console user: the position and "select all that match" kept the counts from before.
+    assert '<span id="episode-position" class="position" hx-swap-oob="true"> Showing 1–2 of 2.</span>' in html
+    assert re.search(r'<span id="select-matching" hx-swap-oob="true">.*Select all 2 that match…</button>', html, re.S)
+
+
+def test_the_list_shows_the_position_and_select_all_in_the_spans_an_action_replaces(
+    operator_client, url, light_scope, keys
+):
+    plain_episodes(keys, 5, importance=lambda n: 5 if n < 3 else 1)
+    page = page_text(operator_client.get(url("episodes", light_scope.pk, query="importance=5")))
+    assert '<span id="episode-position" class="position"> Showing 1–3 of 3.</span>' in page
+    assert re.search(r'<span id="select-matching">.*Select all 3 that match…</button>', page, re.S)
 
 
 def test_a_viewer_may_not_act_inline(viewer_client, url, light_scope, keys):

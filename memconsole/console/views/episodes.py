@@ -154,7 +154,9 @@ def _counts_oob(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> str:
     form = forms.EpisodeFilterForm(QueryDict(urlsplit(back).query))
     if back and form.is_valid() and resolve_speaker_filter(keys, form) and not form.searching:
         with suppress(MemoryValidationError):  # a list whose filters no longer validate has no count to show
-            context.update(form=form, count=queries.episode_count(keys, **form.list_filters()))
+            context.update(form=form, **_search_or_list(request, keys, form))
+            perms = user_permissions(request.user)
+            context.update(can_act=perms["can_operate"] or perms["can_delete"], filter_query=_filter_query(form.data))
     return render_to_string("console/_episode_counts_oob.html", context, request=request)
 
 
