@@ -99,4 +99,5 @@ class SpeakerForm(ConsoleForm):
         widget=forms.TextInput(attrs={"list": "speaker-list", "autocomplete": "off"}),
         help_text=_("A speaker’s name or id."),
     )
+    new_speaker = forms.BooleanField(label=_("A new speaker: use what I typed as their id"), required=False)
     version = forms.IntegerField(required=False, min_value=0, max_value=MAX_VERSION, widget=forms.HiddenInput)

@@ -160,6 +160,23 @@ def test_it_asks_which_speaker_a_shared_name_means(operator_client, url, scope, 
     assert tea.sender_id == "u2"
 
 
+def test_it_refuses_a_speaker_no_one_is_called_unless_asked_to_make_a_new_one(operator_client, url, scope, tea):
+    """Found by a console user: a typo ("Zed") silently made a new speaker id and moved the memory to it."""
+    response = operator_client.post(
+        url("episode_reassign", scope.pk, tea.episode_id), {"speaker": "Zed", "version": "0"}
+    )
+    assert response.status_code == 400 and "No speaker is called “Zed” in this space" in response.content.decode()
+    tea.refresh_from_db()
+    assert tea.sender_id == "u2" and not AuditEntry.objects.filter(operation="episode_reassign").exists()
+
+    response = operator_client.post(
+        url("episode_reassign", scope.pk, tea.episode_id), {"speaker": "Zed", "new_speaker": "on", "version": "0"}
+    )
+    assert response.status_code in (200, 302)
+    tea.refresh_from_db()
+    assert tea.sender_id == "Zed"
+
+
 def test_it_adds_an_episode_by_hand(operator_client, url, scope, keys, system):
     response = operator_client.post(
         url("episode_add", scope.pk),

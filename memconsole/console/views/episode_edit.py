@@ -31,15 +31,25 @@ CHAIN_LIMIT = 20  # as the detail view (episodes.py) shows them
 HISTORY_LIMIT = 50
 
 
-def _resolve_speaker(keys: ScopeKeys, form: Any, field: str, typed: str) -> people.Person | None:
+def _resolve_speaker(keys: ScopeKeys, form: Any, field: str, typed: str, *, new: bool = True) -> people.Person | None:
     """The person a typed name or id names in the scope; a form error when a name is shared by
-    several ids (which one?). An unknown text is a new speaker id, as typed."""
+    several ids (which one?). An unknown text is a new speaker id, as typed, where `new` allows it
+    (else a form error: a typo must not make up a person)."""
     lookup = people.find_in_scope(keys, typed)
     if lookup.ambiguous:
         choices = ", ".join(person.label for person in lookup.choices)
         form.add_error(
             field,
             _("Several speakers are called “%(name)s”: type one of %(choices)s.") % {"name": typed, "choices": choices},
+        )
+        return None
+    if lookup.person is None and not new:
+        form.add_error(
+            field,
+            _(
+                "No speaker is called “%(name)s” in this space. Pick one from the list, or tick “A new speaker” to use it as a new id."
+            )
+            % {"name": typed.strip()},
         )
         return None
     return lookup.person or people.Person(typed.strip())
@@ -200,7 +210,11 @@ def episode_reassign(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, epi
     """ "This is about Bob, not Alice": one action, one audit entry."""
     episode = get_episode(keys, episode_id)
     form = SpeakerForm(request.POST)
-    person = _resolve_speaker(keys, form, "speaker", form.data.get("speaker", "")) if form.is_valid() else None
+    person = (
+        _resolve_speaker(keys, form, "speaker", form.cleaned_data["speaker"], new=form.cleaned_data["new_speaker"])
+        if form.is_valid()
+        else None
+    )
     if person is None:
         context = _detail_context(request, scope, keys, episode)
         context["speaker_form"] = form
