@@ -147,16 +147,18 @@ def _filter_query(query: QueryDict) -> str:
 
 
 def _counts_oob(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> str:
-    """After an inline action, the scope header's counts and the list's summary, swapped out of
-    band (htmx) from the same response as the row; the summary is that of the list in `next`."""
+    """After an inline action, the scope header's counts and the list's (summary, position, "select
+    all that match"), swapped out of band (htmx) from the same response as the row; the list's are
+    those of the list in `next`."""
     context: dict[str, Any] = {"counts": queries.scope_counts(keys), "oob": True}
     back = next_url(request, "")
-    form = forms.EpisodeFilterForm(QueryDict(urlsplit(back).query))
+    query = QueryDict(urlsplit(back).query)
+    form = forms.EpisodeFilterForm(query)
     if back and form.is_valid() and resolve_speaker_filter(keys, form) and not form.searching:
         with suppress(MemoryValidationError):  # a list whose filters no longer validate has no count to show
             context.update(form=form, **_search_or_list(request, keys, form))
             perms = user_permissions(request.user)
-            context.update(can_act=perms["can_operate"] or perms["can_delete"], filter_query=_filter_query(form.data))
+            context.update(can_act=perms["can_operate"] or perms["can_delete"], filter_query=_filter_query(query))
     return render_to_string("console/_episode_counts_oob.html", context, request=request)
 
 
