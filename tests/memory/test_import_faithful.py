@@ -175,6 +175,66 @@ def test_it_warns_of_a_correction_that_points_at_no_episode(tmp_path):
     assert _by_old_id()["a"].superseded_by == "" and _by_old_id()["a"].status == "superseded"
 
 
+@pytest.mark.parametrize(
+    ("records", "expected"),
+    [
+        (  # Olga's memory "corrected" by Pete: a correction replaces only its own speaker's
+            [
+                {
+                    "id": "a",
+                    "content": "Olga likes jazz",
+                    "sender_id": "olga",
+                    "status": "superseded",
+                    "superseded_by": "b",
+                },
+                {"id": "b", "content": "Correction: Olga likes jazz and blues", "sender_id": "pete"},
+            ],
+            [("superseded_by_other_speaker", "a")],
+        ),
+        ([{"id": "c", "content": "x", "status": "superseded", "superseded_by": "c"}], [("superseded_by_self", "c")]),
+        (
+            [
+                {"id": "c", "content": "x", "status": "superseded", "superseded_by": "d"},
+                {"id": "d", "content": "y", "status": "superseded", "superseded_by": "c"},
+            ],
+            [("superseded_by_cycle", "c"), ("superseded_by_cycle", "d")],
+        ),
+    ],
+    ids=["other-speaker", "itself", "circle"],
+)
+def test_it_warns_of_supersede_links_a_live_write_never_makes_and_leaves_them_empty(tmp_path, records, expected):
+    """Found by a user: these links were imported as they were, hiding a memory behind another
+    person's, behind itself, or leaving nothing of a circle active."""
+    path = _write_json(tmp_path / "episodes.json", _envelope(records))
+
+    report = _import(path)
+
+    assert [(w["kind"], w["id"]) for w in report.warnings] == expected
+    assert all(_by_old_id()[old_id].superseded_by == "" for _kind, old_id in expected)
+
+
+def test_it_keeps_a_link_to_the_same_speakers_correction(tmp_path):
+    path = _write_json(
+        tmp_path / "episodes.json",
+        _envelope(
+            [
+                {
+                    "id": "a",
+                    "content": "Olga likes jazz",
+                    "sender_id": "olga",
+                    "status": "superseded",
+                    "superseded_by": "b",
+                },
+                {"id": "b", "content": "Correction: Olga likes jazz and blues", "sender_id": "olga"},
+            ]
+        ),
+    )
+
+    report = _import(path)
+
+    assert report.warnings == [] and _by_old_id()["a"].superseded_by == _by_old_id()["b"].episode_id
+
+
 # --- a bare list ------------------------------------------------------------------------------------
 
 

@@ -293,4 +293,47 @@ def _new_episodes(user_key: str, candidates: list[tuple[str, EpisodeIn]], report
                 )
                 report.warn(episode.keys, "superseded_by_missing", episode.where, message, episode.old_id)
             episode.superseded_by = replaced_by
+    _drop_impossible_links(user_key, kept, report)
     return kept
+
+
+LINK_PROBLEMS = {
+    "superseded_by_self": gettext_noop("superseded_by names the episode itself; left empty"),
+    "superseded_by_other_speaker": gettext_noop(
+        "superseded_by names another speaker's episode (a correction replaces only its own speaker's); left empty"
+    ),
+    "superseded_by_cycle": gettext_noop("superseded_by goes round in a circle back to this episode; left empty"),
+}
+
+
+def _drop_impossible_links(user_key: str, kept: list[EpisodeIn], report: ImportReport) -> None:
+    """Empty (with a warning) the supersede links a live write never makes (docs/design.md §4): to
+    the episode itself, to another speaker's episode, or round a circle (then nothing is active)."""
+    linked = [episode for episode in kept if episode.superseded_by]
+    if not linked:
+        return
+    sender = {episode.new_id: episode.sender_id for episode in kept}
+    outside = sorted({e.superseded_by for e in linked} - set(sender))
+    for chunk in chunks(outside, LOOKUP_BATCH):
+        sender.update(Episode.objects.in_scope(user_key).with_ids(chunk).values_list("episode_id", "sender_id"))
+    link = {episode.new_id: episode.superseded_by for episode in linked}
+    problems = {}
+    for episode in linked:
+        if episode.superseded_by == episode.new_id:
+            problems[episode.new_id] = "superseded_by_self"
+        elif sender.get(episode.superseded_by, episode.sender_id) != episode.sender_id:
+            problems[episode.new_id] = "superseded_by_other_speaker"
+        elif _in_circle(episode.new_id, link):
+            problems[episode.new_id] = "superseded_by_cycle"
+    for episode in linked:
+        if kind := problems.get(episode.new_id):
+            report.warn(episode.keys, kind, episode.where, said(LINK_PROBLEMS[kind]), episode.old_id)
+            episode.superseded_by = ""
+
+
+def _in_circle(start: str, link: dict[str, str]) -> bool:
+    seen, current = {start}, link.get(start, "")
+    while current and current not in seen:
+        seen.add(current)
+        current = link.get(current, "")
+    return current == start
