@@ -217,6 +217,23 @@
       if (target && target.removeAttribute) target.removeAttribute("data-stale");
     });
     document.body.addEventListener("htmx:beforeRequest", clearError);
+    // The language switcher comes back to the page as it is now: htmx may have pushed a filtered or
+    // later page into the address bar since the page was rendered.
+    function followAddress() {
+      var next = document.querySelector(".language-form input[name=next]");
+      if (next) next.value = window.location.pathname + window.location.search;
+    }
+    document.body.addEventListener("htmx:pushedIntoHistory", followAddress);
+    document.body.addEventListener("htmx:replacedInHistory", followAddress);
+    // A bulk preview (or its result) appears above the list: take keyboard users to it.
+    document.body.addEventListener("htmx:afterSettle", function (event) {
+      var target = event.detail.target;
+      if (!target || target.id !== "bulk-result") return;
+      var heading = target.querySelector("h2");
+      if (!heading) return;
+      heading.setAttribute("tabindex", "-1");
+      heading.focus();
+    });
     // A row action replaces its row, and with it the focused button: put keyboard users back in
     // that row (on its first action, or on its status line when the row has none left).
     document.body.addEventListener("htmx:afterSettle", function (event) {

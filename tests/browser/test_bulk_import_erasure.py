@@ -98,6 +98,8 @@ def test_it_previews_the_count_and_archives_the_selected_episodes_in_bulk(
     page.get_by_role("button", name="Apply to selected").click()
     preview = page.locator("#bulk-result")
     expect(preview.get_by_role("heading", name="Bulk action")).to_be_visible()
+    # Found by a keyboard user: the preview appeared above the list while the focus stayed below it.
+    expect(preview.get_by_role("heading", name="Bulk action")).to_be_focused()
     expect(preview).to_contain_text("You selected 3 episodes; 2 will be archived.")  # one was archived already
     assert Episode.objects.filter(episode_id__in=chosen, status="archived").count() == 1  # a preview writes nothing
 

@@ -66,6 +66,13 @@ def test_it_orders_by_event_time_counts_and_pages_to_the_last_page(
     page.get_by_role("button", name="Apply filters").click()
     expect(page.locator("#episode-count")).to_have_text("21 of 23 match.")
 
+    # Found by a console user: changing the language after filtering went back to the unfiltered list.
+    page.get_by_label("Language").select_option("es")
+    page.get_by_role("button", name="Change language").click()
+    expect(page.locator("html")).to_have_attribute("lang", "es")
+    expect(page).to_have_url(re.compile(r"tag=note"))
+    expect(page.locator("#episode-count")).to_contain_text("21")
+
 
 @pytest.mark.browser
 def test_inline_archive_has_no_dialog_updates_the_counts_and_can_be_undone(
