@@ -152,3 +152,15 @@ def test_a_post_without_a_session_comes_back_to_the_page_it_was_sent_from(client
         "/scopes/1/episodes/abcdefabcdef/archive/", HTTP_REFERER="http://testserver/scopes/1/episodes/"
     )
     assert response["Location"] == "/accounts/login/?next=%2Fscopes%2F1%2Fepisodes%2F"
+
+
+def test_a_form_from_before_the_session_changed_says_to_reload_not_csrf_jargon(viewer):
+    """Found by a console user: after logging in again in another tab, acting in the first tab
+    showed "CSRF verification failed. Request aborted." and nothing else."""
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(viewer)
+    response = browser.post("/i18n/setlang/", {"language": "es", "next": "/"}, HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert response.status_code == 403
+    assert "This page has expired" in html and "Reload the page and try again." in html
+    assert "CSRF verification failed" not in html
