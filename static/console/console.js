@@ -264,7 +264,23 @@
     });
   }
 
+  // "Back to the episode list" goes back to the list as the user left it (its filters and page),
+  // when they came from it.
+  function setupBackLinks(root) {
+    var links = root.querySelectorAll ? root.querySelectorAll("a[data-back-to-list]") : [];
+    if (!links.length || !document.referrer) return;
+    var from;
+    try { from = new URL(document.referrer); } catch (e) { return; }
+    for (var i = 0; i < links.length; i++) {
+      var link = new URL(links[i].href, window.location.href);
+      if (from.origin === link.origin && from.pathname === link.pathname && from.search) {
+        links[i].href = from.pathname + from.search;
+      }
+    }
+  }
+
   function start() {
+    setupBackLinks(document);
     reportBrowserZone();
     setupThemeToggle();
     localizeTimes(document);

@@ -133,6 +133,9 @@ def test_the_row_menu_opens_and_closes_and_links_the_episode(console: Console, s
     menu.locator("summary").click()
     menu.get_by_role("link", name="Open").click()
     expect(page).to_have_url(re.compile(r"/episodes/[0-9a-f]{12}/$"))
+    # Found by a console user: the way back lost the list's filters and page.
+    page.get_by_role("link", name="Back to the episode list").click()
+    expect(page).to_have_url(re.compile(r"/episodes/\?limit=25$"))
 
 
 @pytest.mark.browser
