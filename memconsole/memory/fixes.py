@@ -39,11 +39,29 @@ def injected_ids(snapshot: InjectionSnapshot) -> list[str]:
     ]
 
 
-def current_versions(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, int]:
-    """{episode_id: version now} of the memories `snapshot` injected that are still in its scope:
-    what a fix form sends back, so that a fix is made once, on the memory the operator saw."""
+@dataclass(frozen=True)
+class Now:
+    """A memory a snapshot injected, as it is now: what its fix form offers and sends back (the
+    version, so that a fix is made once, on the memory the operator saw)."""
+
+    version: int
+    status: str
+    importance: int
+
+    @property
+    def can_archive(self) -> bool:
+        return self.status != Status.ARCHIVED
+
+    @property
+    def can_lower(self) -> bool:
+        return self.importance > MIN_IMPORTANCE
+
+
+def current_states(keys: ScopeKeys, snapshot: InjectionSnapshot) -> dict[str, Now]:
+    """{episode_id: how it is now} of the memories `snapshot` injected still in its scope."""
     rows = Episode.objects.in_scope(keys.user_key).with_ids(injected_ids(snapshot))
-    return dict(rows.values_list("episode_id", "version"))
+    fields = rows.values_list("episode_id", "version", "status", "importance")
+    return {episode_id: Now(version, status, importance) for episode_id, version, status, importance in fields}
 
 
 def fix_from_snapshot(

@@ -34,7 +34,7 @@ def test_a_snapshot_is_explained_replayed_and_fixed(console: Console, seeded: Se
     expect(page.get_by_text("The same memories would be injected today, in the same order.")).to_be_visible()
 
     page.get_by_role("link", name="Back to the snapshot").click()
-    fix = page.locator("form.fix-form").filter(has_text="Beijing")
+    fix = page.locator(".fix-item").filter(has_text="Beijing")
     fix.get_by_label("Fix").select_option("archive")
     fix.get_by_label("Why is it wrong?").fill("the trip was cancelled")
     fix.get_by_role("button", name="Apply").click()

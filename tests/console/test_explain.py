@@ -98,9 +98,12 @@ def test_archiving_an_archived_memory_again_says_so_and_claims_nothing(operator_
     again = operator_client.post(fix, {"episode_id": target.episode_id, "action": "archive", "reason": "wrong again"})
 
     assert again.status_code == 400
-    assertContains(again, "this memory is already archived", status_code=400)
+    assertContains(again, "This memory is already archived", status_code=400)
     assert "Archived: the bot will not use this memory again" not in again.content.decode()
     assert AuditEntry.objects.filter(operation="archive").count() == entries
+    # Found by a console user: the panel went on offering "Archive it" for the archived memory.
+    page = operator_client.get(url("injection_detail", scope.pk, made.snapshot.snapshot_id)).content.decode()
+    assert "Now: Archived, importance" in page and '<option value="archive">' not in page
 
 
 def test_lowering_importance_from_the_answer_is_an_audited_edit(operator_client, url, scope, made, keys):
@@ -152,7 +155,7 @@ def test_a_fix_needs_a_reason_an_injected_memory_and_the_right_role(
     assert no_reason.status_code == 400
     not_used = next(e for e in Episode.objects.filter(user_key=keys.user_key) if "dumplings" in e.content)
     refused = operator_client.post(fix_url, {"episode_id": not_used.episode_id, "action": "archive", "reason": "x"})
-    assertContains(refused, "that memory was not injected by this snapshot", status_code=400)
+    assertContains(refused, "That memory was not injected by this snapshot", status_code=400)
     assert (
         viewer_client.post(fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": "x"}).status_code
         == 403
@@ -178,7 +181,8 @@ def test_a_refused_fix_keeps_the_page_and_what_was_typed(operator_client, url, s
     page = response.content.decode()
     assert response.status_code == 400 and "Fix a memory this answer used" in page  # the snapshot's own page
     assert "already has the lowest importance; archive it instead" in page and 'id="fix-error"' in page
-    assert f'value="{reason}"' in page and '<option value="lower_importance" selected>' in page
+    assert f'value="{reason}"' in page and '<option value="archive">' in page
+    assert '<option value="lower_importance"' not in page  # no longer offered at the lowest importance
     too_long = operator_client.post(
         fix_url, {"episode_id": target.episode_id, "action": "archive", "reason": "x" * 501}
     )

@@ -38,6 +38,12 @@ def status_label(status: str) -> str:
     return str(Status(status).label if status in Status.values else Status.ACTIVE.label)
 
 
+@register.filter
+def status_name(status: Any) -> str:
+    """`status_label` as a template filter."""
+    return status_label(str(status))
+
+
 @register.simple_tag
 def status_pill(status: str) -> str:
     status = status if status in Status.values else Status.ACTIVE

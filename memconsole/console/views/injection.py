@@ -58,6 +58,6 @@ def snapshot_screen(
         snapshot=snapshot,
         decision=decision,
         fix_error=fix_error or {},
-        versions=fixes.current_versions(keys, snapshot),
+        current=fixes.current_states(keys, snapshot),
     )
     return render_screen(request, "console/injection_detail.html", "console/_snapshot_panel.html", context, status)
