@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 import time
 from datetime import timedelta
 
@@ -149,6 +150,11 @@ def test_time_travel_refuses_the_future_and_other_peoples_spaces(viewer_client, 
     fragment = viewer_client.get(url("known_at", scope.pk, query="at="), **htmx())
     assertContains(fragment, "Known at")
     assertNotContains(fragment, "<html")
+    # Found by a console user: this heading said "June 1, 2026, noon" with no zone, unlike every other time.
+    assert re.search(
+        r'<h3>Known at <time datetime="[^"]+" title="[^"]+ UTC">\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</time></h3>',
+        fragment.content.decode(),
+    )
 
 
 def test_an_episodes_page_says_which_answers_used_it(viewer_client, url, scope, keys, system):

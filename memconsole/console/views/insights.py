@@ -8,7 +8,6 @@ from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponse
 from django.urls import reverse
-from django.utils import formats
 from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET
@@ -23,7 +22,7 @@ from ..screens import bad_request, render_screen, scope_context
 
 
 def _charts(figures: insights.Insights) -> list[BarChart]:
-    labels = [formats.date_format(day.day, "SHORT_DATE_FORMAT") for day in figures.days]
+    labels = [day.day.isoformat() for day in figures.days]  # 2026-11-08: never 11/08 or 08/11
 
     def series(column: str) -> list[float]:
         return [float(getattr(day, column)) for day in figures.days]
