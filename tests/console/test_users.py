@@ -265,3 +265,14 @@ def test_it_links_the_admin_screens_by_role_and_django_admin_for_superusers_only
     assert 'href="/users/"' in account and 'href="/tokens/"' in account and 'href="/admin/"' not in account
     assert 'href="/admin/"' not in admin_client_.get("/").content.decode()
     assert 'href="/admin/"' in client_for(superuser).get("/accounts/password_change/").content.decode()
+
+
+def test_a_superuser_is_shown_as_one_not_as_having_no_role(client_for, url, db):
+    """Found by a new admin: the first admin (a superuser, as first_start makes it) read "no role",
+    and their role menu offered Viewer."""
+    root = User.objects.create_superuser("root", password="x" * 12)
+    client = client_for(root)
+    listing = client.get(url("users")).content.decode()
+    assert "Superuser (every right)" in listing and "no role" not in listing
+    detail = client.get(url("user_detail", root.pk)).content.decode()
+    assert "A superuser has every right, whatever their role." in detail
