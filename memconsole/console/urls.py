@@ -113,4 +113,5 @@ urlpatterns = [
     path("users/<int:user_id>/role/", users.user_role, name="user_role"),
     path("users/<int:user_id>/grants/", users.user_grants, name="user_grants"),
     path("users/<int:user_id>/active/", users.user_active, name="user_active"),
+    path("users/<int:user_id>/unlock/", users.user_unlock, name="user_unlock"),
 ]

@@ -13,8 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
+from axes.models import AccessAttempt
+from django.conf import settings
 from django.contrib.auth import SESSION_KEY
 from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
@@ -40,6 +43,7 @@ class Account:
     role: str
     bot_uuids: list[str]
     editable: bool
+    locked_until: datetime | None = None  # too many failed logins (django-axes): refused until then
 
 
 def actor_for(user: Any) -> Actor:
@@ -71,10 +75,40 @@ def may_change(by: Any, user: User) -> bool:
 
 def accounts(by: Any) -> list[Account]:
     """The users `by` may see, by username."""
-    users = User.objects.order_by("username").prefetch_related("groups", "bot_grants")
-    return [
-        Account(user, role_of(user), grants_of(user), may_change(by, user)) for user in users if _visible_to(by, user)
+    users = [
+        u for u in User.objects.order_by("username").prefetch_related("groups", "bot_grants") if _visible_to(by, u)
     ]
+    locked = locked_out([user.username for user in users])
+    return [
+        Account(user, role_of(user), grants_of(user), may_change(by, user), locked.get(user.username)) for user in users
+    ]
+
+
+def locked_out(usernames: Iterable[str]) -> dict[str, datetime]:
+    """{username: until when} of the accounts django-axes refuses after too many failed logins (from
+    some address; the lockout lasts MEMCONSOLE_LOGIN_COOLOFF_MINUTES after the last failure)."""
+    cooloff = timedelta(hours=float(settings.AXES_COOLOFF_TIME))
+    attempts = AccessAttempt.objects.filter(
+        username__in=list(usernames),
+        failures_since_start__gte=settings.AXES_FAILURE_LIMIT,
+        attempt_time__gt=timezone.now() - cooloff,
+    )
+    until: dict[str, datetime] = {}
+    for username, last in attempts.values_list("username", "attempt_time"):
+        until[username] = max(until.get(username, last + cooloff), last + cooloff)
+    return until
+
+
+def unlock(by: Any, user: User) -> bool:
+    """Lift `user`'s login lockout (every address). False when there was none. Audited."""
+    _require_change(by, user)
+    with transaction.atomic():
+        if user.username not in locked_out([user.username]):
+            return False
+        AccessAttempt.objects.filter(username=user.username).delete()
+        summary = said(gettext_noop("user %(user)s unlocked after failed logins"), user=repr(user.username))
+        _record("user_unlock", by, user, summary, {"locked_out": True}, {"locked_out": False})
+    return True
 
 
 def get_account(by: Any, user_id: int) -> Account:
@@ -82,7 +116,9 @@ def get_account(by: Any, user_id: int) -> Account:
     user = User.objects.prefetch_related("groups", "bot_grants").filter(pk=user_id).first()
     if user is None or not _visible_to(by, user):
         raise NotFound("no such user")
-    return Account(user, role_of(user), grants_of(user), may_change(by, user))
+    return Account(
+        user, role_of(user), grants_of(user), may_change(by, user), locked_out([user.username]).get(user.username)
+    )
 
 
 def _require_change(by: Any, user: User) -> None:

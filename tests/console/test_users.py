@@ -276,3 +276,26 @@ def test_a_superuser_is_shown_as_one_not_as_having_no_role(client_for, url, db):
     assert "Superuser (every right)" in listing and "no role" not in listing
     detail = client.get(url("user_detail", root.pk)).content.decode()
     assert "A superuser has every right, whatever their role." in detail
+
+
+def test_a_locked_out_account_says_so_and_an_admin_can_unlock_it(admin_client_, url, viewer, settings):
+    """Found by a new admin: an account locked after 5 failed logins was listed as Active, with no
+    way to let its owner back in but waiting."""
+    for _ in range(settings.AXES_FAILURE_LIMIT):
+        Client().post("/accounts/login/", {"username": "viewer", "password": "wrong"})
+    assert "Locked out" in admin_client_.get(url("users")).content.decode()
+    detail = admin_client_.get(url("user_detail", viewer.pk)).content.decode()
+    assert "after too many failed logins, until" in detail and "Unlock now" in detail
+
+    response = admin_client_.post(url("user_unlock", viewer.pk))
+
+    assert response.status_code == 302
+    assert "Locked out" not in admin_client_.get(url("users")).content.decode()
+    entry = AuditEntry.objects.get(operation="user_unlock")
+    assert entry.target_id == str(viewer.pk) and entry.target_type == "user"
+    logged_in = Client().post("/accounts/login/", {"username": "viewer", "password": PASSWORD})
+    assert logged_in.status_code == 302
+
+
+def test_unlocking_needs_the_users_right(operator_client, url, viewer):
+    assert operator_client.post(url("user_unlock", viewer.pk)).status_code == 403

@@ -45,6 +45,7 @@ AUDIT_OPERATIONS = (
     "user_role",
     "user_grants",
     "user_active",
+    "user_unlock",
     "password_change",
     "key_rotation",
 )

@@ -125,3 +125,15 @@ def user_active(request: ConsoleRequest, user_id: int) -> HttpResponse:
     form = ActiveForm(request.POST)
     done = _("The account %(name)s is reactivated.") if request.POST.get("active") == "1" else None
     return _change(request, user_id, form, "active_form", apply, done or _("The account %(name)s is deactivated."))
+
+
+@require_POST
+@console_view(roles.USERS)
+def user_unlock(request: ConsoleRequest, user_id: int) -> HttpResponse:
+    """Lift a login lockout (too many failed logins) before it ends by itself."""
+
+    def apply(user: Any, data: dict[str, Any]) -> bool:
+        return accounts.unlock(request.user, user)
+
+    form = django_forms.Form(request.POST)
+    return _change(request, user_id, form, "unlock_form", apply, _("The account %(name)s may log in again."))
