@@ -477,6 +477,7 @@ ACCOUNT_ROWS = [
         *(LOGIN, LOGIN, 403, 403, 403, REDIRECT),
         data={"active": "1"},
     ),
+    row("users/<int:user_id>/unlock/", "post", "/users/{user}/unlock/", *(LOGIN, LOGIN, 403, 403, 403, REDIRECT)),
     # Each caller changes its own password (the form asks for the old one); last, as it ends the
     # sessions that `force_login` opens for the world's (now stale) user objects.
     row(
@@ -503,6 +504,7 @@ SUPERUSER_ROWS = [
         *(LOGIN, LOGIN, 403, 403, 403, 403),
         data={"active": "0"},
     ),
+    row("users/<int:user_id>/unlock/", "post", "/users/{superuser}/unlock/", *(LOGIN, LOGIN, 403, 403, 403, 403)),
 ]
 
 ALL_ROWS = [*CONSOLE_ROWS, IMPORT_POST, *OTHER_ROWS, *API_ROWS, *admin_rows(), *SUPERUSER_ROWS, *ACCOUNT_ROWS]
