@@ -60,7 +60,7 @@ from .paging import chunks
 from .reports import Report
 from .scopes import RESERVED_BOT_UUID, keys_of
 from .validation import MAX_SENDER_CHARS, trimmed, validate_speaker
-from .wording import said
+from .wording import counted, said
 
 log = logging.getLogger("memconsole.memory")
 
@@ -373,14 +373,17 @@ def _receipt_and_journal(
         target_type="subject",
         target_id=audit.ERASED_PREFIX + report.subject_digest,
         summary=said(
-            gettext_noop(
-                "erased a person: %(episodes)s episodes, %(profiles)s profiles, %(snapshots)s snapshots, "
-                "%(audit)s audit entries"
+            gettext_noop("erased a person: %(episodes)s, %(profiles)s, %(snapshots)s, %(audit)s"),
+            episodes=counted(report.episodes, gettext_noop("%(n)s episode"), gettext_noop("%(n)s episodes")),
+            profiles=counted(report.profiles, gettext_noop("%(n)s profile"), gettext_noop("%(n)s profiles")),
+            snapshots=counted(
+                report.snapshots_deleted + report.snapshots_redacted,
+                gettext_noop("%(n)s snapshot"),
+                gettext_noop("%(n)s snapshots"),
             ),
-            episodes=report.episodes,
-            profiles=report.profiles,
-            snapshots=report.snapshots_deleted + report.snapshots_redacted,
-            audit=report.audit_redacted,
+            audit=counted(
+                report.audit_redacted, gettext_noop("%(n)s audit entry"), gettext_noop("%(n)s audit entries")
+            ),
         ),
         metadata={
             "subject_digest": report.subject_digest,

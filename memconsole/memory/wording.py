@@ -53,6 +53,12 @@ def said(message: str, *, statuses: tuple[str, ...] = (), **values: Any) -> Said
     return Said(message, values, statuses)
 
 
+def counted(n: int, one: str, many: str) -> Said:
+    """ "%(n)s thing" or "%(n)s things" by `n` (both marked with gettext_noop where written), to say
+    inside another message: "1 profile", never "1 profiles"."""
+    return said(one if n == 1 else many, n=n)
+
+
 def in_language(kept: Any, english: str) -> str:
     """`kept` (a `Said.stored()`) in the active language; `english` when it cannot be."""
     if not isinstance(kept, dict):
