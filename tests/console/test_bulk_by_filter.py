@@ -47,6 +47,9 @@ def test_the_preview_lists_the_first_50_and_the_total_before_anything_runs(opera
     assert len(listed) == 50 and listed[0] == many[-1].episode_id  # newest stored first
     assert 'name="expected" value="60"' in html and 'name="select" value="matching"' in html
     assert Episode.objects.filter(status="archived").count() == 0  # a preview changes nothing
+    # Found by a console user: 735 episodes took 15 s with Confirm still clickable and no word of progress.
+    assert 'hx-disabled-elt="find button" hx-indicator="#bulk-working"' in html
+    assert "Working on 60 episodes: this can take a minute for thousands." in html
 
 
 def test_the_confirmed_run_is_one_audited_batch(operator_client, url, light_scope, many, keys):
