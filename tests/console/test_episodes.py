@@ -274,6 +274,8 @@ def test_it_renders_pages_without_counting_or_offsets_and_with_bounded_queries(v
 def test_it_searches_semantically_and_shows_score_and_breakdown(viewer_client, url, scope):
     page = page_text(viewer_client.get(url("episodes", scope.pk), {"q": "travelling to China", "top_k": "2"}))
     assert "2 results for this search." in page
+    # Found by a console user: "Most important first" stayed selected while results came by relevance.
+    assert "Most relevant first: Order and Per page apply to the list without a search." in page
     assert page.index("trip to Beijing") < page.index("</tbody>")
     assert re.search(r"<strong>Score \d\.\d{3}</strong>", page)
     for part in ("similarity", "recency", "importance", "speaker", "update", "exact"):
