@@ -225,6 +225,17 @@
     }
     document.body.addEventListener("htmx:pushedIntoHistory", followAddress);
     document.body.addEventListener("htmx:replacedInHistory", followAddress);
+    // A form confirmed by typing a value again (erasure) asks "are you sure?" only once the typed
+    // value matches: otherwise it goes straight to the server, which says what is wrong with it.
+    document.body.addEventListener("htmx:confirm", function (event) {
+      var form = event.target && event.target.closest ? event.target.closest("form[data-confirm-typed]") : null;
+      if (!form || !event.detail.question) return;
+      var typed = form.querySelector("[name=confirmation]");
+      if (typed && typed.value.trim() !== form.getAttribute("data-confirm-typed")) {
+        event.preventDefault();
+        event.detail.issueRequest(true);
+      }
+    });
     // A bulk preview (or its result) appears above the list: take keyboard users to it.
     document.body.addEventListener("htmx:afterSettle", function (event) {
       var target = event.detail.target;
