@@ -190,11 +190,14 @@ def supersede_and_audit(
         },
         rows=rows or (),
     )
-    for old in superseded:  # each its own entry, with what a restore gives back (`corrections`)
+    # Each its own entry, with what a restore gives back (`corrections`): in the correction's chat,
+    # whose chain is held already (under bot isolation the superseded episode may be another chat's;
+    # appending to that chain too could wait in a circle with a correction made there).
+    for old in superseded:
         audit.append(
             "supersede",
             actor,
-            scope_key=old.scope_key,
+            scope_key=keys.scope_key,
             user_key=keys.user_key,
             sender_id=old.sender_id,
             target_type="episode",
