@@ -126,3 +126,27 @@ def test_deletes_of_corrections_across_two_chats_do_not_deadlock(system):
 
         assert {e.episode_id for e in Episode.objects.filter(status="active")} >= {frank.episode_id, gina.episode_id}
         Episode.objects.all().delete()
+
+
+def test_corrections_across_two_chats_do_not_deadlock(system):
+    """Under bot isolation each chat corrects the other chat's memory at the same moment: each
+    superseded episode's own audit entry goes in the correcting chat's chain, never the other's."""
+    first, second = derive_scope("bot-a", "group_1", "bot"), derive_scope("bot-a", "group_2", "bot")
+    for _ in range(3):
+        frank = episodes.remember(second, system, ALICE, sender_id="frank").episode
+        gina = episodes.remember(first, system, ALICE, sender_id="gina").episode
+
+        corrections = [(first, "frank"), (second, "gina")]
+        results = no_errors(
+            side_by_side(
+                *[
+                    partial(episodes.remember, space, system, CORRECTION, sender_id=who, tags=["correction"])
+                    for space, who in corrections
+                ]
+            )
+        )
+
+        assert sorted(old for result in results for old in result.superseded) == sorted(
+            [frank.episode_id, gina.episode_id]
+        )
+        Episode.objects.all().delete()
