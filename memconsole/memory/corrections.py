@@ -7,9 +7,9 @@ the correction) gives it back from there, unless the importance was changed sinc
 
 from __future__ import annotations
 
-from .models import STATUS_SUPERSEDED, AuditEntry, Episode
+from .models import ISOLATION_BOT, ISOLATION_SESSION, STATUS_SUPERSEDED, AuditEntry, Episode
 from .paging import chunks
-from .scopes import ScopeKeys
+from .scopes import ScopeKeys, derive_scope
 
 BATCH = 1000
 
@@ -32,12 +32,20 @@ def importance_before(keys: ScopeKeys, episode: Episode) -> int | None:
     return value if isinstance(value, int) else None
 
 
-def superseded_by(episode_ids: set[str]) -> dict[str, list[str]]:
-    """{scope_key: ids} of the episodes, not among `episode_ids`, that those superseded (locked for
-    update: call inside the transaction that removes them)."""
-    hidden: dict[str, list[str]] = {}
+def superseded_by(episode_ids: set[str]) -> dict[ScopeKeys, list[str]]:
+    """{the space's keys: ids} of the episodes, not among `episode_ids`, that those superseded
+    (locked for update: call inside the transaction that removes them)."""
+    hidden: dict[tuple[str, str, str], list[str]] = {}
     for batch in chunks(sorted(episode_ids), BATCH):
         rows = Episode.objects.filter(status=STATUS_SUPERSEDED, superseded_by__in=batch).select_for_update()
-        for scope_key, episode_id in rows.exclude(episode_id__in=episode_ids).values_list("scope_key", "episode_id"):
-            hidden.setdefault(scope_key, []).append(episode_id)
-    return hidden
+        fields = ("bot_uuid", "scope_key", "user_key", "episode_id")
+        for bot_uuid, scope_key, user_key, episode_id in rows.exclude(episode_id__in=episode_ids).values_list(*fields):
+            hidden.setdefault((bot_uuid, scope_key, user_key), []).append(episode_id)
+    return {_keys(*space): ids for space, ids in hidden.items()}
+
+
+def _keys(bot_uuid: str, scope_key: str, user_key: str) -> ScopeKeys:
+    """The keys of the space an episode is in, from its row: a chat used under both isolation modes
+    has two spaces with one scope_key, told apart by the user_key."""
+    session = scope_key.split(":", 1)[1] if bot_uuid else scope_key
+    return derive_scope(bot_uuid, session, ISOLATION_SESSION if user_key == scope_key else ISOLATION_BOT)

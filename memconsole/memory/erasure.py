@@ -55,10 +55,10 @@ from .erasure_index import compact_database
 from .erasure_journal import ErasureJournal
 from .erasure_snapshots import snapshots_to_rewrite
 from .errors import PermissionDenied, ValidationError, unavailable_on_failure
-from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion, Scope
+from .models import PROFILE_SPEAKER, AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .paging import chunks
 from .reports import Report
-from .scopes import RESERVED_BOT_UUID, keys_of
+from .scopes import RESERVED_BOT_UUID
 from .validation import MAX_SENDER_CHARS, trimmed, validate_speaker
 from .wording import counted, said
 
@@ -293,8 +293,8 @@ def _erase(
             Episode.objects.filter(pk__in=batch).delete()
         # Nothing more is appended to the bot's chains until this commits.
         audit.lock_chains_where(_scope_key_in_bot(bot_uuid, "chain"))
-        for scope_key, ids in hidden.items():  # what an erased correction hid is no longer corrected
-            restore(keys_of(Scope.objects.get(scope_key=scope_key)), actor, ids, note=CORRECTION_ERASED)
+        for space, ids in hidden.items():  # what an erased correction hid is no longer corrected
+            restore(space, actor, ids, note=CORRECTION_ERASED)
 
         episode_ids = found.episode_ids
         targets = episode_ids | {f"{PROFILE_SPEAKER}:{sender_id}"}

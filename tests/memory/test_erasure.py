@@ -23,6 +23,7 @@ from memconsole.memory.audit import Actor, verify_audit_chain
 from memconsole.memory.errors import PermissionDenied, ValidationError
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.reindex import reindex
+from memconsole.memory.scopes import derive_scope
 from tests.chroma_server import server_mode
 from tests.conftest import MODEL_DIR
 from tests.processes import run_script
@@ -421,3 +422,20 @@ def test_erasing_the_author_of_a_correction_brings_back_what_it_corrected(keys, 
     assert "mia" not in json.dumps(entry.payload) and verify_audit_chain().ok
     hits = retrieval.recall(keys, "Where does Leo live?", sender_id="leo")
     assert [hit.episode.episode_id for hit in hits] == [back.episode_id]
+
+
+def test_it_brings_back_what_was_hidden_in_a_chat_used_under_both_isolation_modes(keys, system):
+    """The chat group_100 is a space of its own and a chat of bot-a's shared memory: two spaces with
+    one scope_key. Restoring what the erased correction hid must pick the right one."""
+    shared = derive_scope(keys.bot_uuid, keys.session_name, "bot")
+    episodes.remember(shared, system, "a memory of the bot's shared space", sender_id="zoe")
+    leo = episodes.remember(keys, system, "I live in Lisbon and work as a nurse", sender_id="leo").episode
+    correction = episodes.remember(
+        keys, system, "Correction: I live in Lisbon and work as a nurse now", tags=["correction"], sender_id="leo"
+    ).episode
+    editing.reassign_speaker(keys, system, correction.episode_id, "mia")
+
+    erasure.erase_subject("mia", actor=system)
+
+    back = Episode.objects.get(pk=leo.pk)
+    assert (back.status, back.user_key) == ("active", keys.user_key)
