@@ -20,6 +20,7 @@ Chroma under CHROMA_PATH (`chromacache`: enough open files), or an `HttpClient` 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -33,6 +34,7 @@ from django.conf import settings
 from . import chromafiles, metrics, vectorswitch
 
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+log = logging.getLogger("memconsole.vectors")
 
 COLLECTION_PREFIX = "mc_"
 SPACE = "cosine"
@@ -242,11 +244,28 @@ def nearest_among(user_key: str, model_id: str, vector: np.ndarray, ids: list[st
     if not ids:
         return []
     result = _searched(user_key, model_id, "read", lambda c: c.get(ids=ids, include=["embeddings"]))
-    if result is None or not result["ids"]:
+    matrix = read_vectors(result)
+    if matrix is None:
         return []
-    similarities = cosine(np.asarray(result["embeddings"], dtype=np.float32), vector)
+    similarities = cosine(matrix, vector)
     best = np.argsort(-similarities, kind="stable")[:n_results]
     return [Hit(result["ids"][i], float(similarities[i]), {}) for i in best]
+
+
+def read_vectors(result: Any) -> np.ndarray | None:
+    """The vectors of a `get(include=["embeddings"])` answer, one row per id; None for no ids, or
+    when the answer holds not one vector per id: embedded Chroma can list ids whose vectors are
+    being written by another thread (the write-behind indexer), and those ids are then searched no
+    more exactly than the index search does (seen as a crash of recall under load)."""
+    if result is None or not result["ids"]:
+        return None
+    matrix = np.asarray(result["embeddings"] if result["embeddings"] is not None else [], dtype=np.float32)
+    if matrix.ndim != 2 or len(matrix) != len(result["ids"]):
+        log.warning(
+            "the index answered %d ids with %s vectors: searched by the index alone", len(result["ids"]), matrix.shape
+        )
+        return None
+    return matrix
 
 
 def cosine(matrix: np.ndarray, vector: np.ndarray) -> np.ndarray:

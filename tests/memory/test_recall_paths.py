@@ -56,6 +56,27 @@ def test_nearest_among_ranks_only_the_given_ids_by_their_exact_similarity(keys, 
     assert vectors.nearest_among(keys.user_key, _model_id(), vector, [], 2) == []
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"ids": ["a", "b"], "embeddings": []},  # ids listed before their vectors are written
+        {"ids": ["a", "b"], "embeddings": None},
+        {"ids": ["a", "b"], "embeddings": np.ones((1, 3), dtype=np.float32)},
+        {"ids": [], "embeddings": []},
+    ],
+    ids=["no-vectors", "none", "fewer-vectors", "no-ids"],
+)
+def test_an_answer_without_one_vector_per_id_is_searched_by_the_index_alone(answer):
+    """Seen in a test run under load: recall crashed with "axis 1 is out of bounds" when embedded
+    Chroma listed a speaker's ids while the write-behind indexer was still writing their vectors."""
+    assert vectors.read_vectors(answer) is None
+
+
+def test_a_whole_answer_gives_one_row_per_id():
+    matrix = vectors.read_vectors({"ids": ["a", "b"], "embeddings": [[1, 0, 0], [0, 1, 0]]})
+    assert matrix is not None and matrix.shape == (2, 3)
+
+
 def test_nearest_among_never_reads_another_scopes_vectors(keys, other_keys, system):
     theirs = episodes.remember(other_keys, system, "I like ramen", sender_id="u1").episode
     episodes.remember(keys, system, "I like soup", sender_id="u1")
