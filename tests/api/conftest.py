@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 from types import EllipsisType
 from typing import Any
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from memconsole.memory import tokens
 from memconsole.memory.audit import Actor
@@ -77,3 +79,11 @@ def memory_rows() -> dict[str, int]:
         model.__name__: model.objects.count()
         for model in (Episode, AuditEntry, Profile, ProfileVersion, InjectionSnapshot, Scope)
     }
+
+
+def clear_of_minute_boundary(margin: int = 10) -> None:
+    """Wait for the next clock minute when fewer than `margin` seconds are left of this one: the rate
+    limit counts per clock minute (api/ratelimit.py), and a test's requests must fall in one."""
+    left = 60 - timezone.now().second
+    if left <= margin:
+        time.sleep(left + 1)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from django.utils import timezone, translation
@@ -14,7 +13,7 @@ from memconsole.memory import tokens
 from memconsole.memory.audit import Actor
 from memconsole.memory.models import BotToken
 
-from .conftest import SCOPE_A, Api, memory_rows
+from .conftest import SCOPE_A, Api, clear_of_minute_boundary, memory_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -247,14 +246,9 @@ def test_it_answers_422_for_lists_over_the_limit_and_keeps_the_profile(api):
     assert len(api.get("profile", speaker | {"type": "speaker"}).json()["traits"]) == 20
 
 
-def _clear_of_minute_boundary() -> None:
-    if timezone.now().second >= 57:
-        time.sleep(4)
-
-
 def test_it_answers_429_over_the_rate_limit_with_retry_after(api, settings):
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 3
-    _clear_of_minute_boundary()
+    clear_of_minute_boundary()
     for _ in range(3):
         assert api.post("recall", {**SCOPE_A, "query": "paris"}).status_code == 200
     before = memory_rows()
@@ -267,7 +261,7 @@ def test_it_answers_429_over_the_rate_limit_with_retry_after(api, settings):
 def test_it_keeps_the_rate_limit_in_the_database_shared_by_workers(api, token_a, token_b, settings):
     """Another worker's requests are rows in the database: seeding them is enough to hit the limit."""
     settings.MEMCONSOLE_API_RATE_PER_MINUTE = 5
-    _clear_of_minute_boundary()
+    clear_of_minute_boundary()
     window = timezone.now().replace(second=0, microsecond=0)
     RateWindow.objects.create(token=token_a[0], window=window, count=5)
     error_of(api.post("recall", {**SCOPE_A, "query": "paris"}), 429, "rate_limited")
