@@ -14,22 +14,26 @@ from .scopes import ScopeKeys, derive_scope
 BATCH = 1000
 
 
-def importance_before(keys: ScopeKeys, episode: Episode) -> int | None:
-    """The importance a superseded episode had before its correction lowered it, from its
-    `supersede` entry; None when unknown (imported superseded, redacted) or changed since."""
-    entry = (
-        AuditEntry.objects.filter(user_key=keys.user_key, target_id=episode.episode_id, operation="supersede")
-        .filter(target_type="episode", redacted=False)
-        .order_by("-id")
-        .first()
-    )
-    if entry is None:
-        return None
-    before, after = entry.payload.get("before") or {}, entry.payload.get("after") or {}
-    if after.get("superseded_by") != episode.superseded_by or after.get("importance") != episode.importance:
-        return None
-    value = before.get("importance")
-    return value if isinstance(value, int) else None
+def importances_before(keys: ScopeKeys, episodes: list[Episode]) -> dict[str, int]:
+    """{episode id: the importance it had before its correction lowered it}, from each superseded
+    episode's newest `supersede` entry; an episode is left out when that is unknown (imported
+    superseded, redacted) or changed since."""
+    newest: dict[str, AuditEntry] = {}
+    for batch in chunks(sorted({e.episode_id for e in episodes}), BATCH):
+        entries = AuditEntry.objects.filter(user_key=keys.user_key, target_id__in=batch, operation="supersede")
+        for entry in entries.filter(target_type="episode", redacted=False).order_by("id"):
+            newest[entry.target_id] = entry
+    found = {}
+    for episode in episodes:
+        entry = newest.get(episode.episode_id)
+        if entry is None:
+            continue
+        before, after = entry.payload.get("before") or {}, entry.payload.get("after") or {}
+        if after.get("superseded_by") != episode.superseded_by or after.get("importance") != episode.importance:
+            continue
+        if isinstance(value := before.get("importance"), int):
+            found[episode.episode_id] = value
+    return found
 
 
 def superseded_by(episode_ids: set[str]) -> dict[ScopeKeys, list[str]]:

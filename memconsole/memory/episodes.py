@@ -323,6 +323,8 @@ def _set_status(
             raise NotFound("no such episode in this scope")
         now = timezone.now()
         deltas: dict[str, int] = {}
+        superseded = [e for e in rows.values() if e.effective_status == STATUS_SUPERSEDED]
+        restored = corrections.importances_before(keys, superseded) if status == STATUS_ACTIVE else {}
         for episode_id in dict.fromkeys(episode_ids):
             episode = rows[episode_id]
             before = episode.effective_status
@@ -330,7 +332,7 @@ def _set_status(
                 continue
             importance = episode.importance
             if status == STATUS_ACTIVE and before == STATUS_SUPERSEDED:
-                episode.importance = corrections.importance_before(keys, episode) or importance
+                episode.importance = restored.get(episode_id, importance)
             episode.status = status
             if status == STATUS_ACTIVE:
                 episode.superseded_by = ""

@@ -7,7 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from memconsole.lib import embeddings, vectors
@@ -578,3 +579,16 @@ def test_it_marks_current_the_episodes_whose_vector_metadata_was_updated(keys, s
     dropped.refresh_from_db()
     assert indexed.vector_current and _vector_meta(keys.user_key, indexed.episode_id)["status"] == "archived"
     assert not dropped.vector_current
+
+
+def test_it_reads_what_many_restored_episodes_had_before_their_corrections_at_once(keys, system):
+    # a restore of a whole page of superseded episodes read each one's supersede entry on its own
+    olds = [episodes.remember(keys, system, ABOVE[0], importance=4, sender_id=f"u{n}").episode for n in range(12)]
+    for n in range(12):
+        episodes.remember(keys, system, ABOVE[1], tags=["correction"], sender_id=f"u{n}")
+
+    with CaptureQueriesContext(connection) as queries:
+        episodes.restore(keys, system, [old.episode_id for old in olds])
+
+    assert len([q for q in queries if "'supersede'" in q["sql"]]) == 1
+    assert {e.importance for e in Episode.objects.filter(episode_id__in=[o.episode_id for o in olds])} == {4}
