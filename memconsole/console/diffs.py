@@ -1,4 +1,4 @@
-"""An audit entry's before and after as a readable diff: one row per field that changed (added,
+"""An audit entry's operation by its name, and its before and after as a readable diff: one row per field that changed (added,
 removed or changed), list fields with the items that went and came, unchanged fields named once."""
 
 from __future__ import annotations
@@ -12,6 +12,42 @@ from django.utils.translation import gettext_lazy
 # Shown first: what a person reads to know what the entry is about.
 LEADING_FIELDS = ("content", "name", "status")
 _ABSENT = object()
+# Each operation the log records, by its name in the console; the picker offers them in this order
+# (the log may hold others: they show as their code, and typing one filters by it too).
+OPERATION_LABELS = {
+    "remember": gettext_lazy("Remembered"),
+    "supersede": gettext_lazy("Superseded by a correction"),
+    "episode_edit": gettext_lazy("Episode edited"),
+    "episode_reassign": gettext_lazy("Episode given to another speaker"),
+    "archive": gettext_lazy("Archived"),
+    "restore": gettext_lazy("Restored"),
+    "delete": gettext_lazy("Deleted"),
+    "profile_update": gettext_lazy("Profile changed"),
+    "profile_rollback": gettext_lazy("Profile rolled back"),
+    "fact_remember": gettext_lazy("Fact remembered"),
+    "fact_forget": gettext_lazy("Fact forgotten"),
+    "window_size": gettext_lazy("Conversation window size changed"),
+    "inject": gettext_lazy("Memory put into a prompt"),
+    "export": gettext_lazy("Memory exported"),
+    "audit_export": gettext_lazy("Audit log exported"),
+    "import": gettext_lazy("Memory imported"),
+    "erase_subject": gettext_lazy("Person erased"),
+    "scope_open": gettext_lazy("Space opened"),
+    "scope_remove": gettext_lazy("Space removed"),
+    "health_check": gettext_lazy("Health check run"),
+    "token_create": gettext_lazy("Bot token created"),
+    "token_revoke": gettext_lazy("Bot token revoked"),
+    "user_create": gettext_lazy("User created"),
+    "user_role": gettext_lazy("User role changed"),
+    "user_grants": gettext_lazy("User’s bots changed"),
+    "user_active": gettext_lazy("User activated or deactivated"),
+    "user_unlock": gettext_lazy("User unlocked"),
+    "password_change": gettext_lazy("Password changed"),
+    "key_rotation_started": gettext_lazy("Key rotation started"),
+    "key_rotation": gettext_lazy("Keys rotated"),
+    "row_baseline": gettext_lazy("Rows recorded for tamper checks"),
+    "audit_reanchored": gettext_lazy("Audit anchor reset"),
+}
 # The fields of what audit entries record (an episode, a profile, a fact, an account) by their
 # names in the console; a field not named here is shown as its code.
 FIELD_LABELS = {

@@ -72,3 +72,14 @@ def test_it_keeps_nothing_of_an_erased_persons_summary(viewer_client, scope_with
     assert "已记住：My favourite food is dumplings" in page  # Bob's memory is not Alice's
     redacted = AuditEntry.objects.filter(redacted=True)
     assert redacted.count() == 4 and all("said" not in entry.payload for entry in redacted)
+
+
+def test_it_names_each_operation_in_the_readers_language_beside_its_code(viewer_client, scope_with_episodes, system):
+    # the Operation column and the filter's picker showed only codes such as "supersede" in every language
+    tokens.create_token("support bot", ["bot-a"], system)
+    chinese = audit_page(viewer_client, **CHINESE)
+    assert '<span class="operation">已归档</span> <code>archive</code>' in chinese
+    assert '<span class="operation">机器人令牌已创建</span> <code>token_create</code>' in chinese
+    assert '<option value="supersede">被更正取代</option>' in chinese  # the picker still filters by the code
+    spanish = audit_page(viewer_client, **SPANISH)
+    assert '<span class="operation">Recordado</span> <code>remember</code>' in spanish

@@ -118,6 +118,14 @@ def test_it_answers_htmx_with_the_audit_fragment(viewer_client, world):
     assert html.lstrip().startswith('<div id="audit-list"') and "<html" not in html
 
 
+def test_it_says_the_audit_export_holds_the_whole_space_when_the_list_is_filtered(admin_client_, url, world):
+    # the button under a filtered list read "Export audit as JSON" and gave every entry of the space
+    whole = "The export holds every entry of this space, not only those these filters show"
+    assert whole not in admin_client_.get(url("audit", world["scope"].pk)).content.decode()
+    page = admin_client_.get(url("audit", world["scope"].pk), {"operation": "archive"}).content.decode()
+    assert "Export this space’s whole audit log as JSON" in page and whole in page
+
+
 def test_it_refuses_a_user_without_a_role_and_sends_anonymous_callers_to_the_login(client, client_for, db):
     assert client.get("/audit/")["Location"].startswith("/accounts/login/")
     nobody = User.objects.create_user("nobody", password="x")

@@ -16,9 +16,19 @@ from memconsole.memory import audit, roles, wording
 from memconsole.memory.statuses import Status
 from memconsole.memory.validation import is_episode_id
 
-from ..diffs import FIELD_LABELS, Diff, audit_diff
+from ..diffs import FIELD_LABELS, OPERATION_LABELS, Diff, audit_diff
 
 register = template.Library()
+
+
+@register.filter
+def operation_label(operation: Any) -> SafeString:
+    """An operation by its name in the console, with its code (what the filter and the API use);
+    an operation without a name as its code."""
+    label = OPERATION_LABELS.get(str(operation))
+    if label is None:
+        return format_html("<code>{}</code>", operation)
+    return format_html('<span class="operation">{}</span> <code>{}</code>', label, operation)
 
 
 @register.filter

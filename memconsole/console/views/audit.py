@@ -17,45 +17,17 @@ from memconsole.memory.scopes import ScopeKeys
 
 from .. import forms
 from ..access import ConsoleRequest, console_view, scope_view
+from ..diffs import OPERATION_LABELS
 from ..screens import render_screen, scope_context, user_permissions
 
 AUDIT_PER_PAGE = 25
-# The operations offered by the picker (the log may hold others; typing one filters by it too).
-AUDIT_OPERATIONS = (
-    "remember",
-    "supersede",
-    "episode_edit",
-    "episode_reassign",
-    "archive",
-    "restore",
-    "delete",
-    "profile_update",
-    "profile_rollback",
-    "inject",
-    "export",
-    "audit_export",
-    "import",
-    "erase_subject",
-    "scope_open",
-    "scope_remove",
-    "health_check",
-    "token_create",
-    "token_revoke",
-    "user_create",
-    "user_role",
-    "user_grants",
-    "user_active",
-    "user_unlock",
-    "password_change",
-    "key_rotation",
-)
 
 
 def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[str, Any], int]:
     """The filter form, the page of entries (each with its `space`) and the page's chain check."""
     form = forms.AuditFilterForm(request.GET)
     if not form.is_valid():
-        return {"form": form, "page": None, "operations": AUDIT_OPERATIONS}, 400
+        return {"form": form, "page": None, "operations": OPERATION_LABELS.items()}, 400
     data = form.cleaned_data
     filters = queries.AuditFilter(
         operation=data["operation"].strip(),
@@ -73,7 +45,7 @@ def _audit_list(request: ConsoleRequest, keys: ScopeKeys | None) -> tuple[dict[s
     context = {
         "form": form,
         "page": page,
-        "operations": AUDIT_OPERATIONS,
+        "operations": OPERATION_LABELS.items(),
         "filtered": any(
             getattr(filters, name) for name in ("operation", "actor", "after", "before", "space", "target", "batch")
         ),
