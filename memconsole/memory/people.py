@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q, QuerySet
 
 from .errors import Unavailable, unavailable_on_failure
-from .models import PROFILE_SPEAKER, Episode, Profile
+from .models import PROFILE_SPEAKER, Episode, Fact, Profile
 from .scopes import ScopeKeys
 
 MAX_MATCHES = 20
@@ -105,15 +105,16 @@ def names_of(keys: ScopeKeys, sender_ids: list[str]) -> dict[str, str]:
 
 
 def find_in_scope(keys: ScopeKeys, typed: str) -> Lookup:
-    """Resolve a typed speaker within one scope: an id the scope knows wins; else the ids whose
-    name is the typed text (any case; "alice" finds Alice)."""
+    """Resolve a typed speaker within one scope: an id the scope knows (from an episode, a profile or
+    a fact) wins; else the ids whose name is the typed text (any case; "alice" finds Alice)."""
     typed = typed.strip()
     lookup = Lookup(typed)
     if not typed:
         return lookup
     episodes = Episode.objects.in_scope(keys.user_key)
     profiles = Profile.objects.filter(scope_key=keys.scope_key, type=PROFILE_SPEAKER)
-    if episodes.filter(sender_id=typed).exists() or profiles.filter(sender_id=typed).exists():
+    facts = Fact.objects.filter(user_key=keys.user_key, subject=typed)
+    if episodes.filter(sender_id=typed).exists() or profiles.filter(sender_id=typed).exists() or facts.exists():
         name = episodes.filter(sender_id=typed).exclude(sender_name="").values_list("sender_name", flat=True).first()
         lookup.person = Person(typed, name or _profile_names(keys.scope_key, [typed]).get(typed, ""))
         return lookup

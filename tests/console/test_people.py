@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memconsole.memory import people
+from memconsole.memory import facts, people
 from tests.factories import plain_episodes, profile
 
 from .conftest import htmx
@@ -38,9 +38,23 @@ def test_it_asks_which_speaker_a_shared_name_means(viewer_client, url, named, ke
     assert "which one?" in page and "Eve (u5)" in page and "Eve (u6)" in page
 
 
-def test_it_keeps_an_unknown_id_as_a_new_speaker(viewer_client, url, named):
-    response = viewer_client.get(url("profile_detail", named.pk, "speaker"), {"sender": "u99"})
-    assert response.status_code == 200 and b"There is no profile yet" in response.content
+def test_it_keeps_an_unknown_id_as_a_new_speaker_and_says_no_one_has_it(viewer_client, operator_client, url, named):
+    # a mistyped name ("Bobb") opened an empty profile as if such a speaker existed
+    response = viewer_client.get(url("profile_detail", named.pk, "speaker"), {"sender": "Bobb"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "There is no profile yet" in page
+    assert "No one in this space is named “Bobb” or has that speaker ID." in page and "Saving the form" not in page
+    page = operator_client.get(url("profile_detail", named.pk, "speaker"), {"sender": "Bobb"}).content.decode()
+    assert "starts a profile for a new speaker with the ID “Bobb”" in page
+    for known in ("u5", "u8"):  # one who speaks, one with only a profile
+        page = viewer_client.get(url("profile_detail", named.pk, "speaker"), {"sender": known}).content.decode()
+        assert "No one in this space" not in page
+
+
+def test_a_speaker_known_only_by_facts_is_not_called_unknown(viewer_client, url, named, keys, system):
+    facts.remember_fact(keys, system, "u42", "city", "Lisbon")
+    page = viewer_client.get(url("profile_detail", named.pk, "speaker"), {"sender": "u42"}).content.decode()
+    assert "Lisbon" in page and "No one in this space" not in page
 
 
 def test_the_speaker_picker_shows_names_with_ids(viewer_client, url, named):

@@ -138,15 +138,17 @@ def profile_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profi
     owner = _profile_owner(profile_type, view.cleaned_data["sender"])
     if owner == (PROFILE_SPEAKER, ""):
         return redirect("console:profiles", scope_id=scope.pk)
+    unknown = False
     if owner[0] == PROFILE_SPEAKER:  # a name or an id (people.py): a name opens its one id, or asks which
         lookup = people.find_in_scope(keys, owner[1])
+        unknown = lookup.person is None and not lookup.choices  # said on the page: no such person yet
         if lookup.ambiguous:
             context = scope_context(request, scope, keys, "profiles", lookup=lookup)
             return render_screen(request, "console/speaker_choice.html", "console/_speaker_choice.html", context)
         if lookup.person and lookup.person.sender_id != owner[1]:
             url = reverse("console:profile_detail", args=[scope.pk, PROFILE_SPEAKER])
             return redirect(f"{url}?{urlencode({'sender': lookup.person.sender_id})}")
-    context = _profile_context(request, scope, keys, owner, view=view)
+    context = _profile_context(request, scope, keys, owner, view=view, unknown=unknown)
     status = 400 if view.errors else 200
     return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, status)
 
