@@ -28,7 +28,7 @@ from django.utils.translation import gettext_noop
 from . import audit, roles
 from .audit import Actor
 from .errors import NotFound, PermissionDenied, ValidationError
-from .models import BotGrant
+from .models import BotGrant, BotToken, Scope
 from .tokens import validate_bot_uuids
 from .wording import Said, said
 
@@ -235,6 +235,16 @@ def set_grants(by: Any, user: User, bot_uuids: Iterable[str]) -> bool:
         )
         _record("user_grants", by, user, summary, {"bot_uuids": before}, {"bot_uuids": bots})
     return True
+
+
+def unknown_bots(bot_uuids: Iterable[str]) -> list[str]:
+    """The bots among these that no space and no token here names yet: a grant to one is most often
+    a typo, or a bot still to come (the console warns; it does not refuse)."""
+    wanted = set(bot_uuids)
+    known = set(Scope.objects.filter(bot_uuid__in=wanted).values_list("bot_uuid", flat=True))
+    for bots in BotToken.objects.values_list("bot_uuids", flat=True):
+        known.update(bots or ())
+    return sorted(wanted - known)
 
 
 def set_active(by: Any, user: User, active: bool) -> bool:

@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from memconsole.memory import accounts
+from memconsole.memory import accounts, tokens
 from memconsole.memory.errors import PermissionDenied
 from memconsole.memory.models import AuditEntry, BotGrant
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
@@ -125,6 +125,24 @@ def test_it_grants_bots_and_lifts_the_limit(admin_client_, url, viewer):
     assert [e.payload["after"]["bot_uuids"] for e in entries] == [["bot-a", "bot-b"], []]
     response = admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bad bot"})
     assert response.status_code == 400 and "Each bot is a bot UUID" in response.content.decode()
+
+
+def test_it_warns_of_a_granted_bot_nothing_here_knows(admin_client_, url, viewer, scope, system):
+    # a typo in a grant ("bot-aa") left the user seeing nothing, and the console said all was well
+    warning = "No space and no token here names bot"
+    page = admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bot-a\nbot-aa"}, follow=True)
+    assert f"{warning} bot-aa yet" in page.content.decode()
+    assert accounts.grants_of(viewer) == ["bot-a", "bot-aa"]  # granted all the same: it may be a bot still to come
+    tokens.create_token("next bot", ["bot-z"], system)
+    page = admin_client_.post(url("user_grants", viewer.pk), {"bot_uuids": "bot-a, bot-z"}, **htmx())
+    assert "The bots of" in page.content.decode() and warning not in page.content.decode()
+    page = admin_client_.post(
+        url("users"),
+        {"username": "dora", "password1": "x-Fresh-Account-7", "password2": "x-Fresh-Account-7", "role": VIEWER}
+        | {"bot_uuids": "bot-q"},
+        follow=True,
+    )
+    assert f"{warning} bot-q yet" in page.content.decode()
 
 
 def test_it_deactivates_and_reactivates_an_account(admin_client_, url, viewer, client_for):

@@ -43,9 +43,20 @@ def user_list(request: ConsoleRequest) -> HttpResponse:
     data = form.cleaned_data
     user = accounts.create_user(request.user, data["username"], data["password1"], data["role"], data["bot_uuids"])
     messages.success(request, _("The user %(name)s is created.") % {"name": user.username})
+    _warn_of_unknown_bots(request, data["bot_uuids"])
     if request.htmx:  # a new page, not a fragment: the browser goes there
         return HttpResponseClientRedirect(reverse("console:user_detail", args=[user.pk]))
     return redirect("console:user_detail", user_id=user.pk)
+
+
+def _warn_of_unknown_bots(request: ConsoleRequest, bot_uuids: list[str]) -> None:
+    """Name the granted bots that nothing here knows yet (most often a typo: the user sees none of it)."""
+    unknown = accounts.unknown_bots(bot_uuids)
+    if unknown:
+        text = _(
+            "No space and no token here names bot %(bots)s yet: check the spelling, unless it is a bot still to come."
+        )
+        messages.warning(request, text % {"bots": ", ".join(unknown)})
 
 
 def _detail_screen(request: ConsoleRequest, account: accounts.Account, status: int = 200, **forms: Any) -> HttpResponse:
@@ -108,7 +119,10 @@ def user_role(request: ConsoleRequest, user_id: int) -> HttpResponse:
 @console_view(roles.USERS)
 def user_grants(request: ConsoleRequest, user_id: int) -> HttpResponse:
     def apply(user: Any, data: dict[str, Any]) -> bool:
-        return accounts.set_grants(request.user, user, data["bot_uuids"])
+        changed = accounts.set_grants(request.user, user, data["bot_uuids"])
+        if changed:
+            _warn_of_unknown_bots(request, data["bot_uuids"])
+        return changed
 
     form = GrantsForm(request.POST, limits=request.actor.bot_uuids)
     return _change(request, user_id, form, "grants_form", apply, _("The bots of %(name)s are changed."))
