@@ -8,6 +8,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from memconsole.memory import validation
+from memconsole.memory.episode_extras import MAX_KIND_CHARS
 from memconsole.memory.models import Episode
 
 from . import timezones
@@ -33,6 +34,14 @@ class EpisodeForm(ConsoleForm):
     )
     importance = forms.TypedChoiceField(
         label=_("Importance"), choices=IMPORTANCE_CHOICES, coerce=int, initial=2, help_text=_("1 (low) to 5 (high).")
+    )
+    kind = forms.RegexField(  # an episode's kind (issue 20), as the bot API and the list filter take it
+        regex=validation.KIND,
+        label=_("Kind"),
+        required=False,
+        max_length=MAX_KIND_CHARS,
+        help_text=_("Optional: one word that sorts the memory, for example: preference. Empty for none."),
+        error_messages={"invalid": _("A kind is one word: letters, digits and _ . : - only.")},
     )
     sender_id = forms.CharField(
         label=_("Speaker ID"),
@@ -69,7 +78,7 @@ class EpisodeForm(ConsoleForm):
         so does the stored one as the input showed it (to the minute): saving the form unchanged must
         not cut the event time's seconds off."""
         data = self.cleaned_data
-        changes = {name: data[name] for name in ("content", "tags", "importance", "sender_id", "sender_name")}
+        changes = {name: data[name] for name in ("content", "tags", "importance", "kind", "sender_id", "sender_name")}
         stamp = data.get("timestamp")
         shown = stored.timestamp.replace(second=0, microsecond=0) if stored and stored.timestamp else None
         if stamp and (shown is None or not timezones.same_wall_clock(stamp, shown)):
@@ -83,6 +92,7 @@ class EpisodeForm(ConsoleForm):
             "content": episode.content,
             "tags": ", ".join(episode.tags),
             "importance": episode.importance,
+            "kind": episode.kind,
             "sender_id": episode.sender_id,
             "sender_name": episode.sender_name,
             "timestamp": stamp.replace(tzinfo=None) if stamp else None,

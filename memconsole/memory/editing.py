@@ -34,6 +34,7 @@ from .validation import (
     max_content_chars,
     text,
     validate_datetime,
+    validate_kind,
     validate_speaker,
     validate_tags,
 )
@@ -42,7 +43,7 @@ from .wording import said
 log = logging.getLogger("memconsole.memory")
 
 # The fields an edit may change, in the order the audit entry lists them.
-EDITABLE = ("content", "tags", "importance", "sender_id", "sender_name", "timestamp")
+EDITABLE = ("content", "tags", "importance", "kind", "sender_id", "sender_name", "timestamp")
 EDIT_OPERATIONS = ("episode_edit", "episode_reassign")
 # The summaries of their audit entries, and the words for the fields they name (`wording`).
 EDITED = {
@@ -53,6 +54,7 @@ FIELD_WORDS = {
     "content": gettext_noop("content"),
     "tags": gettext_noop("tags"),
     "importance": gettext_noop("importance"),
+    "kind": gettext_noop("kind"),
     "sender_id": gettext_noop("sender_id"),
     "sender_name": gettext_noop("sender_name"),
     "timestamp": gettext_noop("timestamp"),
@@ -82,6 +84,7 @@ def _image(episode: Episode, fields: list[str]) -> dict[str, Any]:
         "content": episode.content,
         "tags": list(episode.tags),
         "importance": episode.importance,
+        "kind": episode.kind,
         "sender_id": episode.sender_id,
         "sender_name": episode.sender_name,
         "timestamp": episode.timestamp.isoformat() if episode.timestamp else None,
@@ -101,6 +104,8 @@ def _clean(changes: dict[str, Any]) -> dict[str, Any]:
             clean[name] = validate_tags(value)
         elif name == "importance":
             clean[name] = clamp_importance(value)[0]
+        elif name == "kind":
+            clean[name] = validate_kind(value)
         elif name in ("sender_id", "sender_name"):
             clean[name] = text(value, name, MAX_SENDER_CHARS, trim=True)
         elif name == "timestamp":
@@ -126,6 +131,7 @@ def edit_episode(
     content: Any = UNCHANGED,
     tags: Any = UNCHANGED,
     importance: Any = UNCHANGED,
+    kind: Any = UNCHANGED,
     sender_id: Any = UNCHANGED,
     sender_name: Any = UNCHANGED,
     timestamp: Any = UNCHANGED,
@@ -133,7 +139,7 @@ def edit_episode(
     operation: str = "episode_edit",
     note: dict[str, Any] | None = None,
 ) -> EpisodeEdit:
-    """Change an episode's content, tags, importance, speaker or event time, in one audited change.
+    """Change an episode's content, tags, importance, kind, speaker or event time, in one audited change.
 
     Only the fields given are considered and only those that differ are written; nothing differing
     writes nothing (no audit entry, no new version). With `if_version` (the version the editor read)
@@ -149,6 +155,7 @@ def edit_episode(
         "content": content,
         "tags": tags,
         "importance": importance,
+        "kind": kind,
         "sender_id": sender_id,
         "sender_name": sender_name,
         "timestamp": timestamp,
@@ -266,6 +273,7 @@ def add_episode(
     *,
     tags: Any = None,
     importance: Any = 2,
+    kind: Any = "",
     sender_id: Any = "",
     sender_name: Any = "",
     timestamp: datetime | None = None,
@@ -278,6 +286,7 @@ def add_episode(
         content,
         tags=tags,
         importance=importance,
+        kind=kind,
         sender_id=validate_speaker(sender_id),
         sender_name=text(sender_name, "sender_name", MAX_SENDER_CHARS, trim=True),
         timestamp=timestamp,

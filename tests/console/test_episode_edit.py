@@ -24,6 +24,7 @@ def _form(episode: Episode, **changes: object) -> dict[str, object]:
         "content": episode.content,
         "tags": ", ".join(episode.tags),
         "importance": str(episode.importance),
+        "kind": episode.kind,
         "sender_id": episode.sender_id,
         "sender_name": episode.sender_name,
         "timestamp": "",
@@ -187,6 +188,34 @@ def test_it_adds_an_episode_by_hand(operator_client, url, scope, keys, system):
     assert (added.source, added.sender_id, added.sender_name, added.importance) == ("console", "u1", "Alice", 5)
     assert AuditEntry.objects.filter(operation="remember", target_id=added.episode_id).exists()
     assert added.vector_current
+
+
+def test_it_sets_and_clears_an_episodes_kind_audited_and_found_by_the_kind_filter(
+    operator_client, url, scope, keys, tea
+):
+    # the kind a bot gave a memory could be filtered by but not corrected in the console
+    edit = url("episode_edit", scope.pk, tea.episode_id)
+    assert operator_client.post(edit, _form(tea, kind="preference")).status_code == 302
+    tea.refresh_from_db()
+    assert (tea.kind, tea.version) == ("preference", 1)
+    entry = AuditEntry.objects.filter(operation="episode_edit", target_id=tea.episode_id).get()
+    assert (entry.payload["before"], entry.payload["after"]) == ({"kind": ""}, {"kind": "preference"})
+    assert tamper.check_rows().ok
+    listed = operator_client.get(url("episodes", scope.pk), {"kind": "preference"}).content.decode()
+    assert tea.episode_id in listed
+    assert 'value="preference"' in operator_client.get(edit).content.decode()  # the form shows the stored kind
+
+    refused = operator_client.post(edit, _form(tea, kind="two words"))
+    assert refused.status_code == 400 and "A kind is one word" in refused.content.decode()
+    assert operator_client.post(edit, _form(tea, kind="")).status_code == 302
+    tea.refresh_from_db()
+    assert tea.kind == ""
+
+
+def test_it_adds_an_episode_with_a_kind(operator_client, url, scope, keys):
+    data = {"content": "Dan likes jazz", "tags": "", "importance": "3", "kind": "preference", "sender_id": ""}
+    assert operator_client.post(url("episode_add", scope.pk), data).status_code == 302
+    assert Episode.objects.in_scope(keys.user_key).get(content_stored="Dan likes jazz").kind == "preference"
 
 
 def test_it_shows_the_add_form(operator_client, url, scope):

@@ -254,6 +254,7 @@ def episode_add(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> HttpR
                     data["content"],
                     tags=data["tags"],
                     importance=data["importance"],
+                    kind=data["kind"],
                     sender_id=person.sender_id if person else "",
                     sender_name=data["sender_name"] or (person.name if person else ""),
                     timestamp=data.get("timestamp"),

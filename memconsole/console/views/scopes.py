@@ -102,6 +102,7 @@ def space_first_episode(request: ConsoleRequest) -> HttpResponse:
         data["content"],
         tags=data["tags"],
         importance=data["importance"],
+        kind=data["kind"],
         sender_id=data["sender_id"],
         sender_name=data["sender_name"],
         timestamp=data.get("timestamp"),
