@@ -1,4 +1,5 @@
-"""Security headers that Django 5.2 does not set itself, and the console's time zone."""
+"""Security headers that Django 5.2 does not set itself, the console's time zone, and its page for an
+address that only takes a form."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from .timezones import chosen_zone
@@ -53,6 +56,40 @@ def time_zone(get_response: Callable[[HttpRequest], HttpResponse]) -> Callable[[
             timezone.deactivate()
 
     return middleware
+
+
+def form_only_addresses(
+    get_response: Callable[[HttpRequest], HttpResponse],
+) -> Callable[[HttpRequest], HttpResponse]:
+    """A browser opening a console address that only takes a form (reloading the page a failed form
+    left, a bookmark, the back button) gets a page that says so with a link to the nearest screen,
+    not Django's empty 405. The API and MCP answer their own 405s (JSON) and are left alone."""
+
+    def middleware(request: HttpRequest) -> HttpResponse:
+        response = get_response(request)
+        if response.status_code != 405 or response.content or request.path.startswith(("/api", "/mcp")):
+            return response
+        if "text/html" not in request.headers.get("Accept", ""):
+            return response
+        page = render(request, "405.html", {"back": _nearest_screen(request.path)}, status=405)
+        page["Allow"] = response.get("Allow", "POST")
+        return page
+
+    return middleware
+
+
+def _nearest_screen(path: str) -> str:
+    """The closest address above `path` that is a page ("/tokens/3/revoke/" → "/tokens/")."""
+    parts = path.strip("/").split("/")[:-1]
+    while parts:
+        candidate = "/" + "/".join(parts) + "/"
+        try:
+            resolve(candidate)
+        except Resolver404:
+            parts.pop()
+            continue
+        return candidate
+    return "/"
 
 
 def client_ip(request: HttpRequest) -> str | None:

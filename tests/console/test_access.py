@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.contrib.auth.models import User
 from pytest_django.asserts import assertContains
@@ -74,6 +76,24 @@ def test_it_answers_405_to_the_wrong_method_on_every_console_url(
         wrong = "post" if method == "get" else "get"
         assert getattr(admin_client_, wrong)(address).status_code == 405, address
     assert admin_client_.put(url("import")).status_code == 405
+
+
+def test_a_browser_opening_a_form_only_address_gets_a_page_with_a_way_back(
+    admin_client_, url, scope, scope_with_episodes, snapshot
+):
+    # reloading the page a failed form left (its address takes POST only) showed an empty page
+    urls = console_urls(url, scope, scope_with_episodes[0].episode_id, snapshot.snapshot_id) + global_urls(url)
+    form_only = [address for method, address in urls if method == "post" and address != url("import")]
+    assert url("token_revoke", 1) not in form_only  # (checked on its own below: no token exists here)
+    for address in [*form_only, url("token_revoke", 1)]:
+        response = admin_client_.get(address, HTTP_ACCEPT="text/html,application/xhtml+xml")
+        page = response.content.decode()
+        assert response.status_code == 405 and response["Allow"] == "POST", address
+        assert "This address only receives a form sent from the console" in page, address
+        back = re.search(r'<a href="([^"]+)">Go to the page</a>', page).group(1)
+        assert address.startswith(back) and back != address, (address, back)
+        assert admin_client_.get(back).status_code == 200, back
+    assert admin_client_.get(form_only[0]).content == b""  # a client that asks for no page gets none
 
 
 def test_it_answers_404_for_a_scope_outside_the_users_grants_on_every_url(
