@@ -48,10 +48,10 @@ _BATCH: ContextVar[str] = ContextVar("audit_batch", default="")
 
 
 @contextmanager
-def batch() -> Iterator[str]:
+def batch(batch_id: str = "") -> Iterator[str]:
     """Group every entry appended inside the block into one batch (a bulk console action): each
-    stores the yielded id in `AuditEntry.batch_id` and in its payload (covered by the chain)."""
-    batch_id = uuid.uuid4().hex
+    stores the yielded id (`batch_id`, or a new one) in `AuditEntry.batch_id` and its payload."""
+    batch_id = batch_id or uuid.uuid4().hex
     token = _BATCH.set(batch_id)
     try:
         yield batch_id

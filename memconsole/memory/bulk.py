@@ -3,6 +3,7 @@ filter matches, as one audited batch (`audit.batch()`: the entries share a batch
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,7 +11,7 @@ from . import queries
 from .audit import Actor, batch
 from .episodes import archive, delete, restore
 from .errors import ValidationError
-from .models import Episode, Status
+from .models import AuditEntry, Episode, Status
 from .paging import chunks
 from .scopes import ScopeKeys
 
@@ -21,6 +22,10 @@ RESULT = {"archive": Status.ARCHIVED.value, "restore": Status.ACTIVE.value}
 MAX_BY_FILTER = 5_000
 CHUNK = 500
 PREVIEW_ROWS = 50
+# A run of more than one chunk is a background job with progress (`jobkinds.run_bulk`).
+IN_BACKGROUND_ABOVE = CHUNK
+
+Progress = Callable[[str, int, int | None], None]
 
 
 @dataclass(frozen=True)
@@ -79,20 +84,44 @@ def _preview(keys: ScopeKeys, action: str, ids: list[str], statuses: dict[str, s
     return Preview(action, ids, changing, episodes, capped)
 
 
-def run(keys: ScopeKeys, actor: Actor, action: str, episode_ids: list[str]) -> Outcome:
-    """Act on these episodes of the scope as one batch; `changed` counts those that changed.
+def run(
+    keys: ScopeKeys,
+    actor: Actor,
+    action: str,
+    episode_ids: list[str],
+    *,
+    batch_id: str = "",
+    progress: Progress | None = None,
+) -> Outcome:
+    """Act on these episodes of the scope as one batch (`batch_id`, or a new one); `changed` counts
+    those that changed.
 
     Runs in chunks of CHUNK (one transaction each, so a large run never holds the write lock for
-    long); every audit entry of every chunk carries the same batch id."""
+    long); every audit entry of every chunk carries the same batch id. An episode gone since the
+    preview (deleted by a bot, or by this run's earlier attempt) is left out, so a run repeated
+    after its worker stopped does only what is left. `progress(action, done, total)` follows it."""
     _check(action)
     changed = 0
-    with batch() as batch_id:
-        for part in chunks(list(dict.fromkeys(episode_ids)), CHUNK):
-            ids = list(part)
+    ids = list(dict.fromkeys(episode_ids))
+    with batch(batch_id) as batch_id:
+        for done, part in enumerate(chunks(ids, CHUNK)):
+            if progress is not None:
+                progress(action, done * CHUNK, len(ids))
+            present = queries.episode_statuses(keys, list(part))
+            still = [i for i in part if i in present]
+            if not still:
+                continue
             if action == "delete":
-                changed += delete(keys, actor, ids)
+                changed += delete(keys, actor, still)
             elif action == "archive":
-                changed += len(archive(keys, actor, ids))
+                changed += len(archive(keys, actor, still))
             else:
-                changed += len(restore(keys, actor, ids))
+                changed += len(restore(keys, actor, still))
+        if progress is not None:
+            progress(action, len(ids), len(ids))
     return Outcome(batch_id, changed)
+
+
+def changed_in(batch_id: str, action: str) -> int:
+    """How many episodes a batch's action changed, from its audit entries (whatever attempts it took)."""
+    return AuditEntry.objects.filter(batch_id=batch_id, operation=action).count()

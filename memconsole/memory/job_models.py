@@ -11,6 +11,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 IMPORT, ERASURE, HEALTH, REINDEX, ROTATION, REEMBED = "import", "erasure", "health", "reindex", "rotation", "reembed"
+BULK = "bulk"
 KIND_LABELS = {
     IMPORT: _("Import"),
     ERASURE: _("Erasure"),
@@ -18,6 +19,7 @@ KIND_LABELS = {
     REINDEX: _("Index repair"),
     ROTATION: _("Key rotation"),
     REEMBED: _("Model re-embedding"),
+    BULK: _("Bulk action"),
 }
 QUEUED, RUNNING, SUCCEEDED, FAILED, INTERRUPTED = "queued", "running", "succeeded", "failed", "interrupted"
 STATUS_LABELS = {

@@ -6,7 +6,7 @@ Each one may be run again after its worker stopped mid-way (docs/operations.md, 
 writes in batches and records each committed one in the job's checkpoint (`jobs.Checkpoint`), so a
 resumed import writes only the batches not yet committed (none twice), and one resumed after its
 last transaction only indexes what it wrote; erasure (from its journal), the health check, reindex,
-key rotation and re-embedding are safe to repeat (each finds what is left to do).
+key rotation, re-embedding and bulk actions are safe to repeat (each finds what is left to do).
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import erasure, health, imports, jobs, reembed
+from . import bulk, erasure, health, imports, jobs, reembed
 from .reindex import reindex
 from .rotation import rotate_keys
+from .scopes import derive_scope
 
 log = logging.getLogger("memconsole.memory")
 
@@ -117,6 +118,17 @@ def run_reembed(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
     return {**report.as_dict(), "summary": summary}
 
 
+def run_bulk(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
+    """A bulk action of more than one chunk, started from the Episodes tab. Its audit entries share
+    the job's id as their batch id, so a run repeated after its worker stopped stays one batch."""
+    params = job.params
+    keys = derive_scope(params["bot_uuid"], params["session_name"], params["isolation"])
+    action = params["action"]
+    outcome = bulk.run(keys, jobs.actor_of(job), action, params["episode_ids"], batch_id=job.pk.hex, progress=progress)
+    changed = bulk.changed_in(outcome.batch_id, action)
+    return {"action": action, "changed": changed, "batch_id": outcome.batch_id, "summary": f"{action}: {changed}"}
+
+
 RUNNERS: dict[str, Runner] = {
     jobs.IMPORT: run_import,
     jobs.ERASURE: run_erasure,
@@ -124,6 +136,7 @@ RUNNERS: dict[str, Runner] = {
     jobs.REINDEX: run_reindex,
     jobs.ROTATION: run_rotation,
     jobs.REEMBED: run_reembed,
+    jobs.BULK: run_bulk,
 }
 
 

@@ -36,6 +36,7 @@ from .audit import Actor
 from .errors import MemoryError_, NotFound
 from .job_models import (
     ACTIVE,
+    BULK,
     ERASURE,
     FAILED,
     HEALTH,
@@ -56,6 +57,7 @@ from .wording import Said, in_language
 
 __all__ = [
     "ACTIVE",
+    "BULK",
     "ERASURE",
     "FAILED",
     "HEALTH",

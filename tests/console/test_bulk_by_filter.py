@@ -7,10 +7,11 @@ import re
 
 import pytest
 
-from memconsole.memory import audit, bulk, episodes
+from memconsole.memory import audit, bulk, episodes, jobs
 from memconsole.memory.models import AuditEntry, Episode, EpisodeCounts, Scope
 from memconsole.memory.scopes import derive_scope
 from tests.factories import plain_episodes
+from tests.jobs.work import follow_job
 
 from .conftest import htmx
 
@@ -154,3 +155,38 @@ def test_a_bot_wide_bulk_action_counts_this_chats_part_on_its_audit_tab(admin_cl
     page = page_text(admin_client_.get(url("audit", scope.pk)))
 
     assert f"One bulk action of {mine} entries: show them all" in page
+
+
+def test_a_run_of_more_than_one_chunk_is_a_job_with_progress(operator_client, url, light_scope, many, monkeypatch):
+    # 5,000 episodes took over 30 s in one request, with no word of progress and a worker timeout near
+    monkeypatch.setattr(bulk, "IN_BACKGROUND_ABOVE", 25)
+    monkeypatch.setattr(bulk, "CHUNK", 25)
+    next_url = f"{url('episodes', light_scope.pk)}?importance=5"
+    response = post_matching(
+        operator_client, url, light_scope, "archive", "importance=5", confirmed="1", expected="60", next=next_url
+    )
+    assert not AuditEntry.objects.filter(operation="archive").exists()  # queued, not yet run
+    page = page_text(follow_job(operator_client, response))
+    job = jobs.Job.objects.get(kind=jobs.BULK)
+    assert (job.status, job.done, job.total) == ("succeeded", 60, 60)
+    assert "60 episodes archived." in page and f'href="{next_url.replace("&", "&amp;")}"' in page
+    entries = AuditEntry.objects.filter(operation="archive")
+    assert entries.count() == 60 and set(entries.values_list("batch_id", flat=True)) == {job.pk.hex}
+    assert f"?batch={job.pk.hex}" in page and audit.verify_audit_chain().ok
+    assert Episode.objects.filter(importance=5, status="archived").count() == 60
+
+
+def test_a_bulk_job_run_again_or_after_a_bot_deleted_some_does_what_is_left_in_one_batch(
+    admin_client_, url, light_scope, many, keys, system, monkeypatch
+):
+    monkeypatch.setattr(bulk, "IN_BACKGROUND_ABOVE", 25)
+    monkeypatch.setattr(bulk, "CHUNK", 25)
+    response = post_matching(admin_client_, url, light_scope, "delete", "importance=5", confirmed="1", expected="60")
+    job = jobs.Job.objects.get(kind=jobs.BULK)
+    ids = job.params["episode_ids"]
+    episodes.delete(keys, system, ids[:1])  # a bot deletes one after the confirmation
+    bulk.run(keys, system, "delete", ids[1:30], batch_id=job.pk.hex)  # an attempt whose worker then stopped
+    page = page_text(follow_job(admin_client_, response))
+    assert "59 episodes deleted." in page  # the batch's count, both attempts together; nothing refused
+    assert not Episode.objects.filter(importance=5).exists()
+    assert AuditEntry.objects.filter(batch_id=job.pk.hex, operation="delete").count() == 59

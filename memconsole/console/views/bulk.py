@@ -1,6 +1,7 @@
 """Bulk actions on the Episodes tab: archive, restore or delete the selected episodes, or every
 episode the list's filters match. The first post previews (the first 50 episodes and the total),
-the confirmed second one runs the action as one audited batch (`memory.bulk`)."""
+the confirmed second one runs the action as one audited batch (`memory.bulk`): at once, or as a
+background job with its progress page when it is more than one chunk (`bulk.IN_BACKGROUND_ABOVE`)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
-from django.utils.translation import ngettext
 from django.views.decorators.http import require_POST
 from django_htmx.http import trigger_client_event
 
-from memconsole.memory import bulk, roles
+from memconsole.jobs.queue import submit
+from memconsole.memory import bulk, jobs, roles
 from memconsole.memory.models import Scope
 from memconsole.memory.scopes import ScopeKeys
 
@@ -23,13 +24,9 @@ from .. import forms
 from ..access import ConsoleRequest, require_perm, scope_view
 from ..people_forms import resolve_speaker_filter
 from ..screens import next_url, render_screen, scope_context, wants_fragment
+from .jobs import BULK_DONE, busy, started
 
 BULK_PERMISSIONS = {"archive": roles.OPERATE, "restore": roles.OPERATE, "delete": roles.DELETE}
-DONE = {
-    "archive": lambda n: ngettext("%(n)d episode archived.", "%(n)d episodes archived.", n),
-    "restore": lambda n: ngettext("%(n)d episode restored.", "%(n)d episodes restored.", n),
-    "delete": lambda n: ngettext("%(n)d episode deleted.", "%(n)d episodes deleted.", n),
-}
 
 
 def _filter_form(query: str) -> forms.EpisodeFilterForm:
@@ -51,6 +48,21 @@ def _preview(keys: ScopeKeys, form: forms.BulkActionForm) -> bulk.Preview | None
         form.add_error(None, _("The list's filters are not valid any more. Reload the list and try again."))
         return None
     return bulk.preview_matching(keys, action, filters.list_filters())
+
+
+def _in_background(request: ConsoleRequest, scope: Scope, action: str, ids: list[str], back: str) -> HttpResponse:
+    space = {"bot_uuid": scope.bot_uuid, "session_name": scope.session_name, "isolation": scope.isolation}
+    try:
+        job = submit(
+            jobs.BULK,
+            scope=f"space:{scope.pk}",
+            bot_uuid=scope.bot_uuid,
+            actor=request.actor,
+            params={**space, "scope_id": scope.pk, "action": action, "episode_ids": ids, "back": back},
+        )
+    except jobs.JobBusy as exc:
+        return busy(request, exc)
+    return started(request, job)
 
 
 @require_POST
@@ -75,8 +87,10 @@ def episodes_bulk(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> Htt
             preview=preview, action=action, changed_since=bool(form.cleaned_data["confirmed"]) and not unchanged
         )
         return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context)
+    if len(preview.ids) > bulk.IN_BACKGROUND_ABOVE:  # a long run: a job, whose page shows its progress
+        return _in_background(request, scope, action, preview.ids, back)
     outcome = bulk.run(keys, request.actor, action, preview.ids)
-    message = DONE[action](outcome.changed) % {"n": outcome.changed}
+    message = BULK_DONE[action](outcome.changed) % {"n": outcome.changed}
     audit_url = f"{reverse('console:audit', args=[scope.pk])}?batch={outcome.batch_id}"
     if wants_fragment(request):
         done = render(request, "console/_bulk_done.html", {"flash": message, "audit_url": audit_url})

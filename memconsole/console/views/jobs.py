@@ -13,7 +13,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext_lazy, ngettext
 from django.views.decorators.http import require_GET
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -31,6 +31,7 @@ KIND_PERMISSIONS = {
     jobs.REINDEX: roles.OPERATE,
     jobs.ROTATION: roles.USERS,
     jobs.REEMBED: roles.OPERATE,
+    jobs.BULK: roles.OPERATE,
 }
 STAGE_LABELS = {
     "reading": gettext_lazy("Reading the file"),
@@ -41,6 +42,15 @@ STAGE_LABELS = {
     "erasing": gettext_lazy("Erasing"),
     "checking": gettext_lazy("Checking"),
     "reembed": gettext_lazy("Re-embedding with the new model"),
+    "archive": gettext_lazy("Archiving"),
+    "restore": gettext_lazy("Restoring"),
+    "delete": gettext_lazy("Deleting"),
+}
+# What a bulk action did (said at once, or on its job's page).
+BULK_DONE = {
+    "archive": lambda n: ngettext("%(n)d episode archived.", "%(n)d episodes archived.", n),
+    "restore": lambda n: ngettext("%(n)d episode restored.", "%(n)d episodes restored.", n),
+    "delete": lambda n: ngettext("%(n)d episode deleted.", "%(n)d episodes deleted.", n),
 }
 NO_WORKER_AFTER = 10  # seconds a job may wait before the page says no worker seems to be running
 
@@ -77,6 +87,18 @@ def job_context(job: jobs.Job) -> dict[str, Any]:
         "report": job.report or {},
         "error": jobs.error_in_language(job) if job.status == jobs.FAILED else "",
         "import_again": _import_again(job) if job.kind == jobs.IMPORT else "",
+        **(_bulk_done(job) if job.kind == jobs.BULK and job.status == jobs.SUCCEEDED else {}),
+    }
+
+
+def _bulk_done(job: jobs.Job) -> dict[str, Any]:
+    """A finished bulk action in words, with the way back to its list and to its audit entries."""
+    action, changed = job.report.get("action", ""), job.report.get("changed", 0)
+    audit_url = reverse("console:audit", args=[job.params["scope_id"]])
+    return {
+        "bulk_done": BULK_DONE[action](changed) % {"n": changed} if action in BULK_DONE else "",
+        "bulk_audit_url": f"{audit_url}?batch={job.report.get('batch_id', '')}",
+        "bulk_back": job.params.get("back") or reverse("console:episodes", args=[job.params["scope_id"]]),
     }
 
 
