@@ -90,8 +90,16 @@ KEY_MISSING = (
 )
 
 
+KEY_WRONG = (
+    f"None of the keys in {crypto.SETTING} opens this install's encrypted data, so nothing is read or written "
+    "(never under a key that cannot read the rest) until they do: configure the key(s) the data was written "
+    "with, newest first, and restart."
+)
+
+
 class EncryptionKeyMissing(Unavailable):
-    """The install is encrypted (`InstallState`) and no key is configured: refuse every read and write."""
+    """The install is encrypted (`InstallState`) and no key that opens it is configured (none, or
+    wrong ones: KEY_WRONG): refuse every read and write."""
 
     def __init__(self, message: str = KEY_MISSING) -> None:
         super().__init__(message, "encryption_key_missing")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 from typing import Any, ClassVar
 
+from django.apps import apps
+from django.conf import settings
 from django.db import models, transaction
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
@@ -14,7 +16,7 @@ from django.utils.translation import gettext_lazy as _
 from memconsole.lib import crypto
 
 from . import rowstate
-from .errors import EncryptionKeyMissing
+from .errors import KEY_WRONG, EncryptionKeyMissing
 
 identity = rowstate.identity
 
@@ -61,10 +63,16 @@ class InstallState(models.Model):
     # each time the health check verifies the whole chain, so that it can later say "the audit key
     # changed or is missing" rather than "the chain is broken".
     audit_key_id = models.CharField(max_length=64, blank=True, default="")
+    # KEY_CHECK sealed with the newest key when the install was first encrypted, again by each key
+    # rotation: keys that open none of the install's data are refused (`require_key`) before they
+    # write anything under themselves.
+    key_check = models.TextField(blank=True, default="")
 
     # Per process only the answer "encrypted" is cached, and only once a transaction that saw it
     # committed: a stale True can only refuse, never let a plaintext write through.
     _known_encrypted: ClassVar[bool] = False
+    # The configured keys (as set) this process found the key check opens with: asked once per set.
+    _keys_checked: ClassVar[tuple[str, ...] | None] = None
 
     class Meta:
         verbose_name = _("install state")
@@ -80,6 +88,7 @@ class InstallState(models.Model):
     def forget_cache(cls, **signal_kwargs: Any) -> None:
         """Drop the process cache (connected to post_migrate: a flush or a migrate may empty the table)."""
         cls._known_encrypted = False
+        cls._keys_checked = None
 
     @classmethod
     def is_encrypted(cls) -> bool:
@@ -101,7 +110,8 @@ class InstallState(models.Model):
         if cls.is_encrypted():
             return
         cls.objects.get_or_create(pk=1)
-        cls.objects.filter(pk=1, encrypted_since__isnull=True).update(encrypted_since=timezone.now())
+        check, _ = crypto.seal_text(KEY_CHECK)
+        cls.objects.filter(pk=1, encrypted_since__isnull=True).update(encrypted_since=timezone.now(), key_check=check)
         _plain.marker = None  # encrypted from here on, in this block too
         transaction.on_commit(cls._remember_encrypted)
 
@@ -118,16 +128,61 @@ class InstallState(models.Model):
 
     @classmethod
     def require_key(cls, *, cached: bool = False) -> None:
-        """Raise `EncryptionKeyMissing` when the install is encrypted and no key is configured.
+        """Raise `EncryptionKeyMissing` when the install is encrypted and no key is configured, or
+        when the configured keys open none of its data (`require_known_keys`).
 
         With `cached`, only this process's cached answer counts (no query): for a face's page views,
         once the process has seen the flag (its readiness probe, an API call, a write). Writes always
         ask the database.
         """
         if crypto.enabled():
+            cls.require_known_keys()
             return
         if cls._known_encrypted if cached else cls.is_encrypted():
             raise EncryptionKeyMissing()
+
+    @classmethod
+    def require_known_keys(cls) -> None:
+        """Raise `EncryptionKeyMissing` (KEY_WRONG) when the configured keys do not open the key
+        check: a wrong key would otherwise seal new data that the right key cannot read. Asked once
+        per process and set of keys. An install encrypted before key checks gets one now, once a
+        sample of its sealed data shows the keys open it."""
+        configured = tuple(settings.MEMCONSOLE_FERNET_KEYS)
+        if cls._keys_checked == configured:
+            return
+        row = cls.objects.filter(pk=1).values_list("encrypted_since", "key_check").first()
+        if row is not None and row[1]:
+            try:
+                crypto.open_text(row[1], True)
+            except crypto.DecryptionError:
+                raise EncryptionKeyMissing(KEY_WRONG) from None
+        elif row is not None and row[0]:
+            if not _keys_open_stored_data():
+                raise EncryptionKeyMissing(KEY_WRONG)
+            cls.objects.filter(pk=1, key_check="").update(key_check=crypto.seal_text(KEY_CHECK)[0])
+        cls._keys_checked = configured
+
+    @classmethod
+    def reseal_key_check(cls) -> None:
+        """Seal the key check again under the newest key (the end of a key rotation)."""
+        cls.objects.filter(pk=1, encrypted_since__isnull=False).update(key_check=crypto.seal_text(KEY_CHECK)[0])
+
+
+KEY_CHECK = "memconsole key check"
+# Where an install encrypted before key checks is sampled: (model, sealed column), newest rows first.
+_SAMPLED = (("AuditEntry", "payload_stored"), ("Episode", "content_stored"), ("Profile", "payload_stored"))
+
+
+def _keys_open_stored_data() -> bool:
+    """Whether the configured keys open the newest sealed rows of the sampled tables (True with none)."""
+    for name, column in _SAMPLED:
+        stored = apps.get_model("memory", name).objects.filter(encrypted=True).order_by("-pk")
+        for value in stored.values_list(column, flat=True)[:3]:
+            try:
+                crypto.inspect(value)
+            except crypto.DecryptionError:
+                return False
+    return True
 
 
 def seal(text: str, row: models.Model | None = None) -> tuple[str, bool]:
@@ -138,8 +193,7 @@ def seal(text: str, row: models.Model | None = None) -> tuple[str, bool]:
     is bound to the row's identity (`rowstate.IDENTITY`), and an episode or profile is noted for the
     next audit entry of the transaction, which records its after-state (`rowstate`).
     """
-    if not crypto.enabled():
-        InstallState.require_key()
+    InstallState.require_key()  # no key, or keys that open none of the install's data: nothing written
     stored, encrypted = crypto.seal_text(text, identity(row) if row is not None else None)
     if encrypted:
         InstallState.mark_encrypted()

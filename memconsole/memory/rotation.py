@@ -37,6 +37,7 @@ from . import audit, rowstate, tamper
 from .audit import Actor
 from .botmemory_models import Fact, FactVersion, WindowMessage
 from .episode_extras import EpisodeMetadata
+from .install import InstallState
 from .models import AuditEntry, Episode, InjectionSnapshot, Profile, ProfileVersion
 from .reports import Report
 from .sync import metadata_patch, vector_metadata
@@ -57,6 +58,7 @@ SealedModel = (
 )
 
 # (name, model, the sealed column's field name)
+MAX_BATCH = 100_000
 SEALED_TABLES: tuple[tuple[str, SealedModel, str], ...] = (
     ("episodes", Episode, "content_stored"),
     ("episode_metadata", EpisodeMetadata, "payload_stored"),
@@ -154,8 +156,8 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
     if not crypto.enabled():
         raise ImproperlyConfigured(f"Key rotation needs {crypto.SETTING} (newest key first).")
     crypto.configured_keys()  # a malformed key fails here, before anything is written
-    if batch < 1:
-        raise ValueError("batch must be at least 1")
+    if not 1 <= batch <= MAX_BATCH:
+        raise ValueError(f"batch must be between 1 and {MAX_BATCH}")
     actor = actor or Actor.system("rotate_keys")
     started = time.monotonic()
     report = RotationReport(key_id=key_fingerprint(settings.MEMCONSOLE_FERNET_KEYS[0]))
@@ -183,6 +185,7 @@ def rotate_keys(batch: int = 500, progress: Progress | None = None, actor: Actor
             ),
             metadata=report.as_dict(),
         )
+        InstallState.reseal_key_check()  # the old keys may go once every row is under the newest
     return report
 
 

@@ -16,10 +16,13 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def encrypted_install(settings, keys, system):
-    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+def encrypted_install(settings, keys, system) -> str:
+    """An install encrypted under a key, restarted without it; returns the key."""
+    key = Fernet.generate_key().decode()
+    settings.MEMCONSOLE_FERNET_KEYS = [key]
     episodes.remember(keys, system, "a secret written under the key")
     settings.MEMCONSOLE_FERNET_KEYS = []
+    return key
 
 
 CALLS = [
@@ -67,6 +70,21 @@ def test_it_is_not_ready_without_the_key_and_says_why(client, encrypted_install)
 
 
 def test_it_is_ready_again_with_the_key(client, settings, encrypted_install):
-    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    settings.MEMCONSOLE_FERNET_KEYS = [encrypted_install]
 
     assert client.get("/readyz").status_code == 200
+
+
+def test_it_is_not_ready_with_keys_that_open_none_of_its_data_and_refuses_writes(
+    api, client, settings, encrypted_install
+):
+    # a server started with another valid key answered ready and stored new episodes under it
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    ready = client.get("/readyz")
+    assert ready.status_code == 503 and "None of the keys in MEMCONSOLE_FERNET_KEYS opens" in ready.json()["reason"]
+    before = memory_rows()
+    body = json.dumps({"bot_uuid": "bot-a", "session_name": "group_1", "content": "not under a stranger's key"})
+    headers = {"Authorization": f"Bearer {api.secret}"}
+    response = api.client.post("/api/v1/remember", body, content_type="application/json", headers=headers)
+    assert memory_rows() == before
+    assert response.status_code == 503 and response.json()["error"]["code"] == "encryption_key_missing"

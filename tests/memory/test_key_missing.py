@@ -19,11 +19,14 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def encrypted_install(settings, keys, system):
-    """One episode written under a key, then the key taken away (a restart with the setting empty)."""
-    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+def encrypted_install(settings, keys, system) -> str:
+    """One episode written under a key, then the key taken away (a restart with the setting empty);
+    returns the key."""
+    key = Fernet.generate_key().decode()
+    settings.MEMCONSOLE_FERNET_KEYS = [key]
     episodes.remember(keys, system, "a secret written under the key")
     settings.MEMCONSOLE_FERNET_KEYS = []
+    return key
 
 
 def test_it_records_the_install_as_encrypted_the_first_time_a_row_is_sealed(settings, keys, system):
@@ -69,7 +72,7 @@ def test_it_still_stores_plaintext_on_an_install_that_never_had_keys(keys, syste
 
 
 def test_it_needs_nothing_more_with_the_key(settings, encrypted_install, keys, system):
-    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    settings.MEMCONSOLE_FERNET_KEYS = [encrypted_install]
 
     install.InstallState.require_key()
     assert episodes.remember(keys, system, "sealed again").episode.encrypted

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from memconsole.lib import crypto, vectors
-from memconsole.memory import episodes, facts, injection, profiles, retrieval, window
+from memconsole.memory import episodes, facts, injection, install, profiles, retrieval, window
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.botmemory_models import Fact, FactVersion, WindowMessage
 from memconsole.memory.episode_extras import EpisodeMetadata
@@ -135,6 +135,8 @@ def test_it_leaves_rows_no_key_opens_alone_and_says_so(keys, system, settings, c
     settings.MEMCONSOLE_FERNET_KEYS = [new_key()]
     written = episodes.remember(keys, system, "written under a key that is lost").episode
     settings.MEMCONSOLE_FERNET_KEYS = [new_key()]
+    # rows from elsewhere (a restored table) beside an install the new key opens: its key check
+    install.InstallState.objects.update(key_check=crypto.seal_text(install.KEY_CHECK)[0])
 
     report = rotate_keys()
 
@@ -241,3 +243,9 @@ def test_it_resumes_after_being_killed_half_way_without_loss_or_double_encryptio
     assert final["newest"] == final["rows"] and final["plain"] == 0 and final["other"] == 0
     assert final["chain"].startswith("audit chain OK")
     assert final["operations"] == ["key_rotation_started", "key_rotation_started", "key_rotation"]
+
+
+def test_it_refuses_a_batch_size_the_database_cannot_hold_with_a_clear_error(db):
+    # `--batch 9223372036854775808` ended in a 21-frame traceback (IntegrityError: datatype mismatch)
+    with pytest.raises(CommandError, match="--batch must be between 1 and 100000"):
+        call_command("rotate_keys", "--batch", "9223372036854775808")

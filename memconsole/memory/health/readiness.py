@@ -43,16 +43,15 @@ def readiness() -> dict[str, bool]:
 
 
 def encryption_key_problem() -> str | None:
-    """Why this process must not serve (an encrypted install without its key), or None.
+    """Why this process must not serve (an encrypted install without a key that opens it), or None.
 
     With keys configured, the install is recorded as encrypted here (once per process), so that a
     later start without them refuses even before any row was sealed.
     """
     try:
+        InstallState.require_key()  # no key, or keys that open none of the install's data
         if crypto.enabled():
             InstallState.mark_encrypted()
-        else:
-            InstallState.require_key()
     except EncryptionKeyMissing as exc:
         return exc.message
     except Exception:  # the database check reports an unreachable database; nothing more to say here

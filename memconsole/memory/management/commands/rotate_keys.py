@@ -6,8 +6,9 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from memconsole.memory.audit import Actor
+from memconsole.memory.errors import EncryptionKeyMissing
 from memconsole.memory.management.progress import StderrProgress, stderr_of
-from memconsole.memory.rotation import rotate_keys
+from memconsole.memory.rotation import MAX_BATCH, rotate_keys
 
 
 class Command(BaseCommand):
@@ -21,13 +22,13 @@ class Command(BaseCommand):
         parser.add_argument("--batch", type=int, default=500, help="rows per transaction (default 500)")
 
     def handle(self, *args: Any, batch: int = 500, **options: Any) -> None:
-        if batch < 1:
-            raise CommandError("--batch must be at least 1")
+        if not 1 <= batch <= MAX_BATCH:
+            raise CommandError(f"--batch must be between 1 and {MAX_BATCH}")
 
         try:
             with StderrProgress(stderr_of(self)) as progress:
                 report = rotate_keys(batch=batch, progress=progress, actor=Actor.system("manage.py rotate_keys"))
-        except ImproperlyConfigured as exc:
+        except (ImproperlyConfigured, EncryptionKeyMissing) as exc:  # no keys, or keys that open nothing here
             raise CommandError(str(exc)) from exc
         self.stdout.write("rotate_keys: " + report.summary())
         if report.refused:
