@@ -21,8 +21,8 @@ def importances_before(keys: ScopeKeys, episodes: list[Episode]) -> dict[str, in
     newest: dict[str, AuditEntry] = {}
     for batch in chunks(sorted({e.episode_id for e in episodes}), BATCH):
         entries = AuditEntry.objects.filter(user_key=keys.user_key, target_id__in=batch, operation="supersede")
-        for entry in entries.filter(target_type="episode", redacted=False).order_by("id"):
-            newest[entry.target_id] = entry
+        for row in entries.filter(target_type="episode", redacted=False).order_by("id"):
+            newest[row.target_id] = row
     found = {}
     for episode in episodes:
         entry = newest.get(episode.episode_id)

@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q, QuerySet
 
+from .botmemory_models import Fact
 from .errors import Unavailable, unavailable_on_failure
-from .models import PROFILE_SPEAKER, Episode, Fact, Profile
+from .models import PROFILE_SPEAKER, Episode, Profile
 from .scopes import ScopeKeys
 
 MAX_MATCHES = 20

@@ -93,11 +93,12 @@ def job_context(job: jobs.Job) -> dict[str, Any]:
 
 def _bulk_done(job: jobs.Job) -> dict[str, Any]:
     """A finished bulk action in words, with the way back to its list and to its audit entries."""
-    action, changed = job.report.get("action", ""), job.report.get("changed", 0)
+    report = job.report or {}
+    action, changed = report.get("action", ""), report.get("changed", 0)
     audit_url = reverse("console:audit", args=[job.params["scope_id"]])
     return {
         "bulk_done": BULK_DONE[action](changed) % {"n": changed} if action in BULK_DONE else "",
-        "bulk_audit_url": f"{audit_url}?batch={job.report.get('batch_id', '')}",
+        "bulk_audit_url": f"{audit_url}?batch={report.get('batch_id', '')}",
         "bulk_back": job.params.get("back") or reverse("console:episodes", args=[job.params["scope_id"]]),
     }
 
