@@ -23,6 +23,7 @@ KIND_LABELS = {
     "importance_clamped": gettext_lazy("Importance clamped to 1–5"),
     "unknown_status": gettext_lazy("Unknown status: imported as active"),
     "timestamp_missing": gettext_lazy("Empty time: the import time is used"),
+    "timestamp_future": gettext_lazy("Dated in the future: the import time is used"),
     "traits_evicted": gettext_lazy("Too many traits: the oldest left out"),
     "preferences_evicted": gettext_lazy("Too many preferences: the oldest left out"),
     "notes_cut": gettext_lazy("Notes cut at the limit"),

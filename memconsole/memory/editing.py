@@ -33,7 +33,7 @@ from .validation import (
     is_episode_id,
     max_content_chars,
     text,
-    validate_datetime,
+    validate_event_time,
     validate_kind,
     validate_speaker,
     validate_tags,
@@ -109,7 +109,7 @@ def _clean(changes: dict[str, Any]) -> dict[str, Any]:
         elif name in ("sender_id", "sender_name"):
             clean[name] = text(value, name, MAX_SENDER_CHARS, trim=True)
         elif name == "timestamp":
-            stamp = validate_datetime(value, "timestamp")
+            stamp = validate_event_time(value)
             if stamp is None:
                 raise ValidationError("timestamp is required", field="timestamp")
             clean[name] = stamp

@@ -10,15 +10,17 @@ import re
 import sys
 import unicodedata
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.utils import timezone
+from django.utils.translation import gettext_noop
 
 from .episode_extras import MAX_KIND_CHARS
 from .errors import ValidationError
 from .models import SOURCES, STATUS_ACTIVE, STATUSES
+from .wording import said
 
 MAX_TAGS = 20
 MAX_TAG_CHARS = 64
@@ -214,6 +216,19 @@ def validate_datetime(value: Any, name: str) -> datetime | None:
     return aware
 
 
+CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of this server a bot's clock may be
+
+
+def validate_event_time(value: Any, name: str = "timestamp") -> datetime | None:
+    """An episode's time, when it happened or was said: `validate_datetime`, and not more than
+    CLOCK_SKEW ahead of now (a future time would rank as brand new until it came)."""
+    aware = validate_datetime(value, name)
+    if aware is not None and aware > timezone.now() + CLOCK_SKEW:
+        message = gettext_noop("%(name)s is in the future: an episode's time is when it happened or was said")
+        raise ValidationError(said(message, name=name), field=name)
+    return aware
+
+
 # The times memconsole stores: a day inside the calendar's ends, so that every time zone can show them.
 EARLIEST = datetime(1, 1, 2, tzinfo=UTC)
 LATEST = datetime(9999, 12, 30, tzinfo=UTC)
@@ -326,7 +341,7 @@ def validate_new_episode(
     metadata: Any = None,
 ) -> NewEpisode:
     """remember's inputs checked (`ValidationError` naming the field) and cleaned: content trimmed,
-    importance clamped to 1-5 (then named in `adjusted`), timestamp now when absent."""
+    importance clamped to 1-5 (then named in `adjusted`), timestamp now when absent, never ahead."""
     content = text(
         content.strip() if isinstance(content, str) else content, "content", max_content_chars(), required=True
     )
@@ -334,7 +349,7 @@ def validate_new_episode(
     importance, importance_adjusted = clamp_importance(importance)
     sender_id = validate_speaker(sender_id)
     sender_name = validate_speaker(sender_name, "sender_name")
-    timestamp = validate_datetime(timestamp, "timestamp") or timezone.now()
+    timestamp = validate_event_time(timestamp) or timezone.now()
     query_id = text(query_id, "query_id", MAX_QUERY_ID_CHARS)
     kind = validate_kind(kind)
     metadata = validate_metadata(metadata)

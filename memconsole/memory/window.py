@@ -27,12 +27,11 @@ from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySett
 from .errors import ValidationError
 from .paging import chunks
 from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
-from .validation import max_content_chars, text, validate_datetime, validate_speaker
+from .validation import CLOCK_SKEW, max_content_chars, text, validate_datetime, validate_speaker
 from .wording import said
 
 MAX_WINDOW_SIZE = 200
 ROLES = ("user", "assistant", "system", "tool")
-CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of this server a bot's clock may be
 LOOKUP_BATCH = 500
 # Why a message is not kept (`time_refusal`, `sort_imported`).
 FUTURE, PAST_RETENTION, WINDOW_FULL, IN_CHAT = "future", "past_retention", "window_full", "in_chat"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone, translation
@@ -218,6 +219,20 @@ def test_it_answers_413_for_a_body_over_the_limit(api, settings):
 )
 def test_it_answers_422_for_remember_rule_breaks(api, unchanged, changes, field):
     error_of(api.post("remember", {**REMEMBER, **changes}), 422, "invalid", field)
+
+
+def test_it_refuses_an_episode_dated_in_the_future_and_accepts_a_bots_clock_a_little_ahead(api):
+    # an episode dated 9999-12-30 was stored and ranked first in recall ("recency": 1.0) for good
+    before = memory_rows()
+    error = error_of(
+        api.post("remember", {**REMEMBER, "timestamp": "9999-12-30T00:00:00Z"}), 422, "invalid", "timestamp"
+    )
+    assert error["message"] == "timestamp is in the future: an episode's time is when it happened or was said"
+    batch = {**SCOPE_A, "episodes": [{"content": "ok"}, {"content": "later", "timestamp": "2999-01-01T00:00:00Z"}]}
+    assert api.post("remember", batch).status_code == 422  # all or nothing
+    assert memory_rows() == before
+    soon = (timezone.now() + timedelta(minutes=4)).isoformat()
+    assert api.post("remember", {**REMEMBER, "timestamp": soon}).status_code == 201
 
 
 def test_it_answers_422_for_other_rule_breaks(api, unchanged):

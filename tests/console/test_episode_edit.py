@@ -212,6 +212,14 @@ def test_it_sets_and_clears_an_episodes_kind_audited_and_found_by_the_kind_filte
     assert tea.kind == ""
 
 
+def test_it_refuses_an_event_time_in_the_future_with_the_reason(operator_client, url, scope, tea):
+    form = _form(tea, timestamp="2999-01-01T10:00")
+    response = operator_client.post(url("episode_edit", scope.pk, tea.episode_id), form)
+    assert response.status_code == 400 and "timestamp is in the future" in response.content.decode()
+    tea.refresh_from_db()
+    assert tea.version == 0
+
+
 def test_it_adds_an_episode_with_a_kind(operator_client, url, scope, keys):
     data = {"content": "Dan likes jazz", "tags": "", "importance": "3", "kind": "preference", "sender_id": ""}
     assert operator_client.post(url("episode_add", scope.pk), data).status_code == 302

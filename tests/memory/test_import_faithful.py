@@ -343,6 +343,26 @@ def test_it_stamps_an_empty_timestamp_with_the_import_time_and_flags_it(tmp_path
     assert [(w["kind"], w["id"]) for w in report.warnings] == [("timestamp_missing", "a"), ("timestamp_missing", "b")]
 
 
+def test_it_stamps_a_timestamp_in_the_future_with_the_import_time_and_flags_it(tmp_path):
+    # a live write refuses such a time; imported, it ranked as brand new until the year 9999
+    path = _write_json(
+        tmp_path / "episodes.json",
+        _envelope(
+            [
+                {"id": "a", "content": "one", "timestamp": "9999-12-30T00:00:00Z"},
+                {"id": "b", "content": "two", "timestamp": "2024-04-01T09:30:00Z"},
+            ]
+        ),
+    )
+
+    report = _import(path)
+
+    rows = _by_old_id()
+    assert rows["a"].timestamp == rows["a"].created_at
+    assert rows["b"].timestamp.isoformat() == "2024-04-01T09:30:00+00:00"
+    assert [(w["kind"], w["id"]) for w in report.warnings] == [("timestamp_future", "a")]
+
+
 # --- importance and profile limits are adjusted, not refused -------------------------------------------------
 
 

@@ -249,13 +249,23 @@ def episode_time(
     value: Any, where: str, notes: list[Note], imported_at: datetime, name: str = "timestamp"
 ) -> datetime | None:
     """An episode's time; an empty one ("" or blanks, LangBot's "no time") is the import time, with a
-    note. A missing one (None, NULL) stays unknown."""
+    note, and so is one in the future (a live write refuses it: it would rank as brand new until it
+    came). A missing one (None, NULL) stays unknown."""
     if isinstance(value, str) and not value.strip():
         notes.append(
             ("timestamp_missing", said(gettext_noop("the %(name)s is empty; the import time is used"), name=name))
         )
         return imported_at
-    return time(value, where, name)
+    when = time(value, where, name)
+    if when is not None and when > imported_at + validation.CLOCK_SKEW:
+        notes.append(
+            (
+                "timestamp_future",
+                said(gettext_noop("the %(name)s is in the future; the import time is used"), name=name),
+            )
+        )
+        return imported_at
+    return when
 
 
 def old_id(value: Any, where: str, name: str = "id") -> str:

@@ -47,7 +47,7 @@ class Conflict(TypedDict):
 
 class ItemWarning(TypedDict):
     """A record imported with a detail adjusted (kind: importance_clamped, unknown_status,
-    timestamp_missing, traits_evicted, preferences_evicted, notes_cut, superseded_by_missing)."""
+    timestamp_missing, timestamp_future, traits_evicted, preferences_evicted, notes_cut, superseded_by_missing)."""
 
     scope_key: str
     kind: str
