@@ -93,7 +93,7 @@ class ErasureReport(Report):
     @property
     def total(self) -> int:
         counts = self.episodes, self.profiles, self.snapshots_deleted, self.snapshots_redacted, self.audit_redacted
-        return sum(counts) + self.import_files
+        return sum(counts) + self.facts + self.messages + self.import_files
 
     def summary(self) -> str:
         verb = "would erase" if self.dry_run else "erased"

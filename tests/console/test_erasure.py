@@ -8,6 +8,7 @@ from django.test import Client
 from pytest_django.asserts import assertContains, assertNotContains
 
 from memconsole.lib import vectors
+from memconsole.memory import facts, window
 from memconsole.memory.audit import verify_audit_chain
 from memconsole.memory.models import AuditEntry, BotGrant, Episode, InjectionSnapshot, Profile, ProfileVersion
 from memconsole.memory.validation import MAX_SENDER_CHARS
@@ -224,3 +225,16 @@ def test_it_enforces_csrf_on_both_posts(client_for, admin_user, url, speaker_in_
     assert client.post(url("erasure_run"), {"sender_id": "u7", "confirmation": "u7"}).status_code == 403
     assert row_counts() == before
     assert Episode.objects.filter(sender_id="u7").count() == 3
+
+
+def test_it_counts_and_erases_a_person_known_only_by_window_messages_and_facts(admin_client_, url, keys, system):
+    # "Nothing was found for this speaker ID" for a person whose passport number sat in the chat window
+    window.append_message(keys, system, "user", "my passport number is X1234567", sender_id="ghost2")
+    facts.remember_fact(keys, system, "ghost2", "city", "Oslo")
+    page = admin_client_.post(url("erasure"), {"sender_id": "ghost2"}).content.decode()
+    assert "Nothing was found" not in page and "Erase permanently" in page
+    assert "<dt>Facts</dt><dd>1</dd>" in page and "<dt>Window messages</dt><dd>1</dd>" in page
+    data = {"sender_id": "ghost2", "bot_uuid": "", "confirmation": "ghost2"}
+    receipt = follow_job(admin_client_, admin_client_.post(url("erasure_run"), data)).content.decode()
+    assert "<dt>Facts</dt><dd>1</dd>" in receipt and "<dt>Window messages</dt><dd>1</dd>" in receipt
+    assert not window.recent_messages(keys) and not facts.speaker_facts(keys.user_key, "ghost2")
