@@ -42,6 +42,8 @@ OPERATION_LABELS = {
     "user_grants": gettext_lazy("User’s bots changed"),
     "user_active": gettext_lazy("User activated or deactivated"),
     "user_unlock": gettext_lazy("User unlocked"),
+    "user_admin_change": gettext_lazy("User changed in the Django admin"),
+    "user_delete": gettext_lazy("User deleted"),
     "password_change": gettext_lazy("Password changed"),
     "key_rotation_started": gettext_lazy("Key rotation started"),
     "key_rotation": gettext_lazy("Keys rotated"),

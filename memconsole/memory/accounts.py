@@ -165,6 +165,41 @@ def _record(operation: str, by: Any, user: User, summary: Said, before: Any, aft
     )
 
 
+# The account fields the Django admin changes that the audit entry records with their values.
+ADMIN_FIELDS = ("username", "first_name", "last_name", "email", "is_active", "is_staff", "is_superuser")
+
+
+def record_admin_change(by: Any, user: User, changed: Iterable[str], before: dict[str, Any], *, created: bool) -> None:
+    """Audit an account added, changed or deleted in the Django admin (roles and grants are only
+    changed on the console's Users screen): the fields changed, with their values before and after
+    (a password only by name)."""
+    changed = sorted(set(changed))
+    fields = [name for name in changed if name in ADMIN_FIELDS]
+    after = {name: getattr(user, name) for name in fields}
+    if created:
+        summary = said(gettext_noop("user %(user)s created in the Django admin"), user=repr(user.username))
+        _record("user_create", by, user, summary, None, after)
+    elif changed:
+        summary = said(
+            gettext_noop("user %(user)s changed in the Django admin: %(fields)s"),
+            user=repr(user.username),
+            fields=", ".join(changed),
+        )
+        _record("user_admin_change", by, user, summary, {name: before.get(name) for name in fields}, after)
+
+
+def record_admin_password(by: Any, user: User) -> None:
+    """Audit a password set for an account in the Django admin (never the password)."""
+    summary = said(gettext_noop("password of user %(user)s set in the Django admin"), user=repr(user.username))
+    _record("password_change", by, user, summary, None, None)
+
+
+def record_admin_delete(by: Any, user: User) -> None:
+    """Audit an account deleted in the Django admin."""
+    summary = said(gettext_noop("user %(user)s deleted in the Django admin"), user=repr(user.username))
+    _record("user_delete", by, user, summary, {"username": user.username, "role": role_of(user)}, None)
+
+
 def create_user(by: Any, username: str, password: str, role: str, bot_uuids: Iterable[str] = ()) -> User:
     """A new active console user (never staff nor superuser) with its role and grants. Audited."""
     username = (username or "").strip()

@@ -1,21 +1,21 @@
-"""Django admin: bot tokens (list, revoke), per-bot grants, and read-only views of scopes and audit.
+"""Django admin: bot tokens (list, revoke), users (audited), and read-only views of grants, scopes and audit.
 
 Tokens are created with `manage.py create_bot_token` (the secret is printed once), not here.
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.contrib.auth.models import User
 from django.db.models import Model, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
 
-from . import tokens
+from . import accounts, tokens
 from .audit import Actor
 from .models import AuditEntry, BotGrant, BotToken, Scope
 from .roles import allowed_bots
@@ -59,14 +59,6 @@ class BotTokenAdmin(admin.ModelAdmin[BotToken]):
         return False  # revoke instead: the audit log keeps naming the token
 
 
-@admin.register(BotGrant)
-class BotGrantAdmin(admin.ModelAdmin[BotGrant]):
-    list_display = ["user", "bot_uuid"]
-    list_filter = ["bot_uuid"]
-    search_fields = ["user__username", "bot_uuid"]
-    autocomplete_fields = ["user"]
-
-
 class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
@@ -76,6 +68,15 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(BotGrant)
+class BotGrantAdmin(ReadOnlyAdmin[BotGrant]):
+    """Read only: grants are changed on the console's Users screen, which audits each change."""
+
+    list_display = ["user", "bot_uuid"]
+    list_filter = ["bot_uuid"]
+    search_fields = ["user__username", "bot_uuid"]
 
 
 @admin.register(Scope)
@@ -129,7 +130,29 @@ class ConsoleUserAdmin(UserAdmin):  # type: ignore[type-arg]
         fields = tuple(super().get_readonly_fields(request, obj))
         if obj is not None and not request.user.is_superuser:
             return (*fields, *PRIVILEGE_FIELDS)
-        return fields
+        return (*fields, "groups")  # roles: the console's Users screen, which audits each change
+
+    def save_model(self, request: HttpRequest, obj: User, form: Any, change: bool) -> None:
+        """Save, and audit what changed (the console audits its own account changes the same way)."""
+        before = dict(User.objects.filter(pk=obj.pk).values(*accounts.ADMIN_FIELDS).first() or {}) if change else {}
+        super().save_model(request, obj, form, change)
+        changed = [name for name in form.changed_data if name != "password2"]
+        accounts.record_admin_change(request.user, obj, changed, before, created=not change)
+
+    def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
+        response = super().user_change_password(request, id, form_url)
+        if request.method == "POST" and response.status_code == 302:  # the password was set
+            accounts.record_admin_password(request.user, User.objects.get(pk=id))
+        return response
+
+    def delete_model(self, request: HttpRequest, obj: User) -> None:
+        accounts.record_admin_delete(request.user, obj)
+        super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[User]) -> None:
+        for user in queryset:
+            accounts.record_admin_delete(request.user, user)
+        super().delete_queryset(request, queryset)
 
     def has_change_permission(self, request: HttpRequest, obj: User | None = None) -> bool:
         if obj is not None and obj.is_superuser and not request.user.is_superuser:

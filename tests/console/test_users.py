@@ -317,3 +317,27 @@ def test_a_locked_out_account_says_so_and_an_admin_can_unlock_it(admin_client_, 
 
 def test_unlocking_needs_the_users_right(operator_client, url, viewer):
     assert operator_client.post(url("user_unlock", viewer.pk)).status_code == 403
+
+
+def test_account_changes_in_the_django_admin_are_audited_and_roles_and_grants_are_left_to_the_console(
+    client_for, superuser, viewer
+):
+    # a role or grant changed in the Django admin took effect with no audit entry
+    admin_site = client_for(superuser)
+    form = {"username": "viewer-renamed", "date_joined_0": "2025-01-01", "date_joined_1": "00:00:00"}
+    form["groups"] = [str(Group.objects.get(name=ADMIN).pk)]  # read-only there: ignored
+    response = admin_site.post(f"/admin/auth/user/{viewer.pk}/change/", form)
+    assert response.status_code == 302, response.content[:300]
+    viewer.refresh_from_db()
+    assert (viewer.username, viewer.is_active, accounts.role_of(viewer)) == ("viewer-renamed", False, VIEWER)
+    entry = AuditEntry.objects.get(operation="user_admin_change", target_id=str(viewer.pk))
+    assert entry.actor == "user:root"
+    assert entry.payload["before"]["is_active"] is True and entry.payload["after"]["is_active"] is False
+    assert entry.payload["after"]["username"] == "viewer-renamed"
+
+    new_password = {"password1": "x-Admin-Set-9", "password2": "x-Admin-Set-9"}
+    assert admin_site.post(f"/admin/auth/user/{viewer.pk}/password/", new_password).status_code == 302
+    assert AuditEntry.objects.filter(operation="password_change", target_id=str(viewer.pk)).exists()
+    assert admin_site.get("/admin/memory/botgrant/add/").status_code == 403
+    assert admin_site.post(f"/admin/auth/user/{viewer.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert AuditEntry.objects.get(operation="user_delete").payload["before"]["username"] == "viewer-renamed"

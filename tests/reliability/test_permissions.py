@@ -378,7 +378,7 @@ ADMIN_MODELS = {
     "axes/accesslog": ("{accesslog}", 403, 403, 403, 403, 403),
     "axes/accessfailurelog": ("{failurelog}", 403, 403, 403, 403, 403),
     "memory/bottoken": ("{token}", 200, 403, 200, 403, 200),  # created by a command; revoked, never deleted
-    "memory/botgrant": ("{grant}", 200, 200, 200, 200, 200),
+    "memory/botgrant": ("{grant}", 200, 403, 200, 403, 200),  # read-only: the console changes grants, audited
     "memory/scope": ("{scope}", 200, 403, 200, 403, 200),  # read-only
     "memory/auditentry": ("{audit}", 403, 403, 403, 403, 403),  # superusers only (payloads stay in the console)
 }
@@ -652,7 +652,8 @@ def privileges(user: User) -> tuple:
 def test_it_lets_no_console_admin_raise_anyones_privileges(client_for, world):
     """A staff user in the admin group saves its own account and a viewer's asking for superuser, staff,
     the admin role and a permission: the saves go through (302) and change none of those. A superuser's
-    account is not its to change, re-password or delete. A superuser can still grant all of it."""
+    account is not its to change, re-password or delete. A superuser can still grant superuser, staff and
+    permissions (audited); roles stay with the console."""
     users, values = world["users"], world["values"]
     admin_client, _ = caller_client("admin", world)
     before = {name: privileges(users[name]) for name in ("admin", "viewer")}
@@ -684,7 +685,10 @@ def test_it_lets_no_console_admin_raise_anyones_privileges(client_for, world):
     root = client_for(superuser)
     form = fill(user_form("m-viewer", staff=True), values)
     assert root.post(f"/admin/auth/user/{users['viewer'].pk}/change/", form).status_code == 302
-    assert privileges(users["viewer"]) == (True, True, [ADMIN], ["view_auditentry"])
+    # roles (groups) are the console's Users screen's, which audits them: read-only here for everyone
+    assert privileges(users["viewer"]) == (True, True, [VIEWER], ["view_auditentry"])
+    entry = AuditEntry.objects.filter(operation="user_admin_change", target_id=str(users["viewer"].pk)).last()
+    assert entry.payload["after"]["is_superuser"] is True and entry.payload["before"]["is_superuser"] is False
 
 
 # --- CSRF ---------------------------------------------------------------------------------------
