@@ -305,6 +305,8 @@ class ProfileForm(ConsoleForm):
 
 class RollbackForm(ConsoleForm):
     version = forms.IntegerField(min_value=1, max_value=MAX_VERSION, widget=forms.HiddenInput)
+    # The current version the page showed: a profile saved since is a conflict, not rolled over.
+    current = forms.IntegerField(required=False, min_value=1, max_value=MAX_VERSION, widget=forms.HiddenInput)
     sender_id = forms.CharField(required=False, max_length=validation.MAX_SENDER_CHARS, widget=forms.HiddenInput)
 
 

@@ -335,16 +335,21 @@ def validate_profile_data(data: Any) -> dict[str, Any]:
     }
 
 
-def rollback_profile(keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, version: Any) -> Profile:
+def rollback_profile(
+    keys: ScopeKeys, actor: Actor, profile_type: Any, sender_id: Any, version: Any, if_version: Any = None
+) -> Profile:
     """Make an earlier version current again (as a new version). Audited. Rolling back to what is
     current already (its own version, or an older one with the same content) changes nothing and
-    returns the profile as it is."""
+    returns the profile as it is. With `if_version` (the current version the caller saw), a profile
+    saved since raises `Conflict`: a rollback must not silently undo a change its author never saw."""
     actor.require_bot(keys)
     profile_type, sender_id = profile_owner(profile_type, sender_id)
     with transaction.atomic():
         row = Profile.objects.filter(scope_key=keys.scope_key, type=profile_type, sender_id=sender_id).first()
         if row is None:
             raise NotFound("no such profile in this scope")
+        if if_version is not None and if_version != row.version:
+            raise Conflict(row.version, f"the profile changed since version {if_version} was read (now {row.version})")
         is_number = isinstance(version, int) and not isinstance(version, bool)
         old = row.versions.filter(version=version).first() if is_number else None
         if old is None:

@@ -9,7 +9,7 @@ import pytest
 from pytest_django.asserts import assertContains
 
 from memconsole.memory.models import AuditEntry, Profile
-from memconsole.memory.profiles import get_profile
+from memconsole.memory.profiles import get_profile, update_profile
 from tests.factories import profile
 
 from .conftest import htmx
@@ -255,3 +255,22 @@ def test_it_redirects_to_the_speaker_profile_with_the_speaker_id_encoded(
     page = operator_client.get(response["Location"])
     assert page.status_code == 200 and "Profile saved as version 1." in page.content.decode()
     assert get_profile(keys, "speaker", sender_id)[1].version == 1
+
+
+def test_a_rollback_from_a_page_older_than_the_profile_is_a_conflict_and_undoes_nothing(
+    operator_client, url, light_scope, keys, system, speaker_profile
+):
+    # a rollback from a stale page silently threw away a "SEVERE PEANUT ALLERGY" saved meanwhile
+    page = operator_client.get(url("profile_detail", light_scope.pk, "speaker"), {"sender": "u1"}).content.decode()
+    assert '<input type="hidden" name="current" value="2">' in page
+    update_profile(keys, system, "speaker", "u1", add_preferences=["SEVERE PEANUT ALLERGY"])  # version 3
+    form = {"sender_id": "u1", "version": "1", "current": "2"}
+    response = operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), form, **htmx())
+    assert response.status_code == 409
+    assert "Nothing was rolled back: someone saved version 3 after you opened this page." in response.content.decode()
+    data, row = get_profile(keys, "speaker", "u1")
+    assert row.version == 3 and "SEVERE PEANUT ALLERGY" in data["preferences"]
+    assert not AuditEntry.objects.filter(operation="profile_rollback").exists()
+    form["current"] = "3"  # read again: the rollback is meant
+    assert operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), form).status_code == 302
+    assert get_profile(keys, "speaker", "u1")[1].version == 4

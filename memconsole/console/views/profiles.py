@@ -241,10 +241,18 @@ def profile_rollback(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, pro
     form = forms.RollbackForm(request.POST)
     if not form.is_valid():
         return bad_request(request, _("Choose a version to roll back to."))
-    version = form.cleaned_data["version"]
+    version, seen = form.cleaned_data["version"], form.cleaned_data["current"]
     current = get_profile(keys, *owner)[1]
     before = current.version if current else 0
-    row = rollback_profile(keys, request.actor, *owner, version)
+    try:
+        row = rollback_profile(keys, request.actor, *owner, version, if_version=seen)
+    except Conflict as exc:
+        message = _(
+            "Nothing was rolled back: someone saved version %(current)d after you opened this page. "
+            "Read the current version, then roll back again if you still want to."
+        ) % {"current": exc.current_version}
+        context = _profile_context(request, scope, keys, owner, rollback_conflict=message)
+        return render_screen(request, "console/profile_detail.html", "console/_profile_panel.html", context, 409)
     if row.version == before:
         message = _("Nothing changed: version %(old)d holds what the profile holds now.") % {"old": version}
     else:
