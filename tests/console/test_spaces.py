@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memconsole.memory import spaces
+from memconsole.memory import profiles, spaces
 from memconsole.memory.episodes import remember
 from memconsole.memory.models import AuditEntry, Scope
 from memconsole.memory.scopes import derive_scope, register_scope
@@ -77,6 +77,15 @@ def test_it_removes_an_empty_space_for_an_admin_audited(admin_client_, url):
     assert not Scope.objects.filter(pk=empty.pk).exists()
     entry = AuditEntry.objects.get(operation="scope_remove")
     assert entry.scope_key == "bot-a:group_9" and entry.actor == "user:admin"
+
+
+def test_it_offers_no_removal_of_a_space_whose_only_memory_is_a_profile(admin_client_, url, system):
+    # after an erasure left a chat with its session profile only, the button was offered and refused (400)
+    keys = derive_scope("bot-a", "group_9")
+    profiles.update_profile(keys, system, "session", name="杨帆 (private chat)")
+    space = Scope.objects.get(scope_key=keys.scope_key)
+    page = admin_client_.get(url("overview")).content.decode()
+    assert "group_9" in page and url("scope_remove", space.pk) not in page
 
 
 def test_it_refuses_to_remove_a_space_holding_memory(admin_client_, url, scope):

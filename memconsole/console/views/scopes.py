@@ -15,7 +15,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from memconsole.memory import editing, queries, roles, spaces
 from memconsole.memory.models import Scope
 from memconsole.memory.paging import KeysetPage
-from memconsole.memory.scopes import ScopeKeys
+from memconsole.memory.scopes import ScopeKeys, keys_of
 
 from .. import forms
 from ..access import ConsoleRequest, console_view, require_perm, scope_view
@@ -27,8 +27,13 @@ DERIVE_TARGET = "derive-result"
 
 
 def _scope_page(request: ConsoleRequest, search: forms.ScopeSearchForm) -> KeysetPage:
+    """A page of spaces; each with `removable`: nothing stored in it (no episode, and no profile or
+    snapshot of the chat either: what `spaces.remove_empty_scope` asks)."""
     data = search.cleaned_data
-    return queries.space_page(request.actor, data.get("q", "").strip(), data.get("cursor"), SCOPES_PER_PAGE)
+    page = queries.space_page(request.actor, data.get("q", "").strip(), data.get("cursor"), SCOPES_PER_PAGE)
+    for scope in page.items:
+        scope.removable = not scope.counts.total and not spaces.holds_memory(keys_of(scope))
+    return page
 
 
 def _derived(request: ConsoleRequest, derive: forms.DeriveForm) -> dict[str, Any] | None:
