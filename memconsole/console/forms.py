@@ -164,7 +164,9 @@ class EpisodeFilterForm(UsageFilter, ConsoleForm):
 
     @property
     def searching(self) -> bool:
-        return bool(self.cleaned_data.get("q", "").strip())
+        """A search was asked for: a query with something visible in it (only spaces or invisible
+        characters, "\u200b", is no query: the list is shown)."""
+        return bool(validation.trimmed(self.cleaned_data.get("q", "")))
 
     @property
     def chosen_sort(self) -> str:

@@ -28,7 +28,6 @@ from .models import AuditEntry, Episode, tags_text
 from .scopes import ScopeKeys
 from .sync import index_episodes, sync_vector_metadata
 from .validation import (
-    MAX_SENDER_CHARS,
     clamp_importance,
     is_episode_id,
     max_content_chars,
@@ -107,7 +106,7 @@ def _clean(changes: dict[str, Any]) -> dict[str, Any]:
         elif name == "kind":
             clean[name] = validate_kind(value)
         elif name in ("sender_id", "sender_name"):
-            clean[name] = text(value, name, MAX_SENDER_CHARS, trim=True)
+            clean[name] = validate_speaker(value, name)  # trimmed and refused as `remember` does
         elif name == "timestamp":
             stamp = validate_event_time(value)
             if stamp is None:
@@ -253,7 +252,7 @@ def reassign_speaker(
     keys: ScopeKeys, actor: Actor, episode_id: Any, sender_id: Any, sender_name: Any = "", if_version: Any = None
 ) -> EpisodeEdit:
     """ "This is about Bob, not Alice": set the episode's speaker (id and name) in one audited action."""
-    if not isinstance(sender_id, str) or not sender_id.strip():
+    if not isinstance(sender_id, str) or not validate_speaker(sender_id):  # "\u200b" names no one
         raise ValidationError("choose the speaker this memory is about", field="sender_id")
     return edit_episode(
         keys,
@@ -288,7 +287,7 @@ def add_episode(
         importance=importance,
         kind=kind,
         sender_id=validate_speaker(sender_id),
-        sender_name=text(sender_name, "sender_name", MAX_SENDER_CHARS, trim=True),
+        sender_name=sender_name,  # trimmed and checked by remember, as a bot's
         timestamp=timestamp,
         source="console",
     )

@@ -151,7 +151,7 @@ def validate_tags(tags: Any) -> list[str]:
         raise ValidationError("tags must be a list of strings", field="tags")
     out: list[str] = []
     for tag in tags:
-        tag = text(tag, "tags", MAX_TAG_CHARS, trim=True)
+        tag = trimmed(text(tag, "tags", MAX_TAG_CHARS, trim=True))  # "\u200b" is no tag, as "  " is none
         if "," in tag:
             raise ValidationError("a tag may not contain a comma", field="tags")
         if tag and tag not in out:

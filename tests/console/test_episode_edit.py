@@ -178,6 +178,27 @@ def test_it_refuses_a_speaker_no_one_is_called_unless_asked_to_make_a_new_one(op
     assert tea.sender_id == "Zed"
 
 
+def test_invisible_characters_make_no_tag_and_no_speaker(operator_client, url, scope, tea):
+    # an edit stored "\u200b" as a tag, and a reassignment made "\u200b" the speaker ("now about ​")
+    edit = url("episode_edit", scope.pk, tea.episode_id)
+    assert operator_client.post(edit, _form(tea, tags="health, \u200b, emoji😀")).status_code == 302
+    tea.refresh_from_db()
+    assert tea.tags == ["health", "emoji😀"]
+    reassign = url("episode_reassign", scope.pk, tea.episode_id)
+    form = {"speaker": "\u200b", "new_speaker": "on", "version": str(tea.version)}
+    assert operator_client.post(reassign, form).status_code == 400
+    assert operator_client.post(edit, _form(tea, sender_id="\ufeffu2\u200b")).status_code == 302
+    tea.refresh_from_db()
+    assert tea.sender_id == "u2" and not AuditEntry.objects.filter(operation="episode_reassign").exists()
+
+
+def test_a_search_of_invisible_characters_only_shows_the_list(operator_client, url, scope, tea):
+    # answered 400 "query must not be empty", in English on a Spanish page
+    response = operator_client.get(url("episodes", scope.pk), {"q": "\u200b"}, HTTP_ACCEPT_LANGUAGE="es")
+    assert response.status_code == 200 and "query must not be empty" not in response.content.decode()
+    assert tea.episode_id in response.content.decode()
+
+
 def test_it_adds_an_episode_by_hand(operator_client, url, scope, keys, system):
     response = operator_client.post(
         url("episode_add", scope.pk),
