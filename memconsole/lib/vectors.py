@@ -108,11 +108,17 @@ def reset_client() -> None:
         _handles.clear()
 
 
-def describe() -> str:
+def location() -> tuple[bool, str]:
+    """(True, the server's URL) with a Chroma server, (False, its folder) with the embedded index."""
     config = _config()
     if config[0] == "http":
-        return f"Chroma server at {'https' if config[3] else 'http'}://{config[1]}:{config[2]}"
-    return f"embedded Chroma at {config[1]}"
+        return True, f"{'https' if config[3] else 'http'}://{config[1]}:{config[2]}"
+    return False, str(config[1])
+
+
+def describe() -> str:
+    server, where = location()
+    return f"Chroma server at {where}" if server else f"embedded Chroma at {where}"
 
 
 def collection_name(user_key: str) -> str:

@@ -194,6 +194,8 @@ def test_it_shows_the_health_check_in_the_readers_language(operator_client, url,
     assert "审计链验证通过" in page and "没有等待写入索引的向量" in page  # found in English by a crawl
     assert "the audit chain verifies" not in page and "no vector is waiting" not in page
     assert "is reachable and migrated" not in page and "no erasure is unfinished" not in page
+    assert "位于 " in page and "的内嵌 Chroma" in page and "embedded Chroma at" not in page  # the index named too
+    assert "Chroma integrado en" in operator_client.get(url("diagnostics"), HTTP_ACCEPT_LANGUAGE="es").content.decode()
     english = operator_client.get(url("diagnostics")).content.decode()
     assert "is reachable and migrated" in english and "Unfinished erasures" in english
 

@@ -13,8 +13,16 @@ from .. import modelswitch
 from ..models import Episode
 from ..pending_models import PendingVector
 from ..scopes import PROBE_USER_KEY_PREFIX
-from ..wording import said
+from ..wording import Said, said
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check
+
+
+def index_named() -> Said:
+    """The vector index, named in the reader's language inside a check's words."""
+    server, where = vectors.location()
+    if server:
+        return said(gettext_noop("the Chroma server at %(where)s"), where=where)
+    return said(gettext_noop("embedded Chroma at %(where)s"), where=where)
 
 
 def _database_label() -> str:
@@ -66,7 +74,7 @@ def check_vector_index() -> Check:
                     "%(index)s is reachable, but %(missing)s of %(scopes)s scopes with episodes have no collection: "
                     "their episodes cannot be found by search"
                 ),
-                index=vectors.describe(),
+                index=index_named(),
                 missing=len(missing),
                 scopes=len(scopes),
             ),
@@ -77,7 +85,7 @@ def check_vector_index() -> Check:
         OK,
         said(
             gettext_noop("%(index)s is reachable; %(collections)s collections for %(scopes)s scopes with episodes"),
-            index=vectors.describe(),
+            index=index_named(),
             collections=len(collections),
             scopes=len(scopes),
         ),

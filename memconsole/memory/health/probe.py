@@ -28,6 +28,7 @@ from ..models import STATUSES, Episode, InjectionSnapshot
 from ..pending_models import PendingVector
 from ..scopes import HEALTH_PROBE_BOT_UUID, ScopeKeys, derive_scope, unregistered_scopes
 from ..wording import Said, said
+from .checks import index_named
 from .result import ERROR, OK, REINDEX_FIX, WARN, Check, safely
 
 PROBE_CHECKS = ("search", "list", "get", "recall", "inject", "export", "delete")
@@ -134,7 +135,7 @@ def check_write(probe: Canaries) -> Check:
             f"Check that {vectors.describe()} is reachable and writable. {REINDEX_FIX}",
         )
     written_to = gettext_noop("2 canary episodes written to the database and to %(index)s")
-    return Check("write", OK, said(written_to, index=vectors.describe()))
+    return Check("write", OK, said(written_to, index=index_named()))
 
 
 def _leak(what: str, details: list[str]) -> Check:
