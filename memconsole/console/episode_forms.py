@@ -12,7 +12,7 @@ from memconsole.memory.episode_extras import MAX_KIND_CHARS
 from memconsole.memory.models import Episode
 
 from . import timezones
-from .forms import MAX_VERSION, ConsoleForm
+from .forms import MAX_VERSION, ConsoleForm, MultilineField
 from .timezones import ZonedDateTimeField, datetime_input
 
 IMPORTANCE_CHOICES = [(n, str(n)) for n in range(validation.MIN_IMPORTANCE, validation.MAX_IMPORTANCE + 1)]
@@ -25,7 +25,7 @@ def _tags(value: str) -> list[str]:
 class EpisodeForm(ConsoleForm):
     """An episode's editable fields. The event time is read in the console's time zone."""
 
-    content = forms.CharField(label=_("Content"), strip=True, widget=forms.Textarea(attrs={"rows": 5}))
+    content = MultilineField(label=_("Content"), strip=True, widget=forms.Textarea(attrs={"rows": 5}))
     tags = forms.CharField(
         label=_("Tags"),
         required=False,

@@ -238,21 +238,30 @@ def _lines(value: str) -> list[str]:
 MAX_VERSION = validation.MAX_VERSION
 
 
+class MultilineField(forms.CharField):
+    """A textarea's text with its line breaks as "\n": a browser posts each as "\r\n" without
+    JavaScript (and htmx posts "\n"), so limits count, and rows store, the same text either way."""
+
+    def to_python(self, value: Any) -> str:
+        text: str = super().to_python(value)
+        return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 class ProfileForm(ConsoleForm):
     name = forms.CharField(label=_("Name"), required=False, max_length=validation.MAX_PROFILE_NAME)
-    traits = forms.CharField(
+    traits = MultilineField(
         label=_("Traits (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 5}),
         help_text=lazy_format(_("At most %(n)d traits."), n=validation.MAX_TRAITS),
     )
-    preferences = forms.CharField(
+    preferences = MultilineField(
         label=_("Preferences (one per line)"),
         required=False,
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text=lazy_format(_("At most %(n)d preferences."), n=validation.MAX_PREFERENCES),
     )
-    notes = forms.CharField(
+    notes = MultilineField(
         label=_("Notes"),
         required=False,
         max_length=validation.MAX_NOTES,

@@ -274,3 +274,13 @@ def test_a_rollback_from_a_page_older_than_the_profile_is_a_conflict_and_undoes_
     form["current"] = "3"  # read again: the rollback is meant
     assert operator_client.post(url("profile_rollback", light_scope.pk, "speaker"), form).status_code == 302
     assert get_profile(keys, "speaker", "u1")[1].version == 4
+
+
+def test_notes_posted_without_javascript_count_each_line_break_once(operator_client, url, light_scope, keys):
+    # 1,800 characters in the browser were refused as 2,400: each line break posted as "\r\n"
+    notes = "\r\n".join(["ab"] * 600)
+    form = {"sender_id": "u1", "version": "0", "name": "", "traits": "calm\r\nkind", "preferences": "", "notes": notes}
+    response = operator_client.post(url("profile_edit", light_scope.pk, "speaker"), form)
+    assert response.status_code == 302, response.content.decode()[:300]
+    data = get_profile(keys, "speaker", "u1")[0]
+    assert data["notes"] == "\n".join(["ab"] * 600) and data["traits"] == ["calm", "kind"]
