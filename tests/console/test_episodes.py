@@ -333,6 +333,26 @@ def test_it_restores_a_row_and_redirects_without_javascript(operator_client, url
     assert "is active again" in page_text(operator_client.get(back))
 
 
+def test_an_action_that_changes_nothing_says_so_and_offers_no_undo(operator_client, url, scope, scope_with_episodes):
+    # restoring an episode already active said "is active again" (and archiving twice, "is archived")
+    active, archived = scope_with_episodes[0], scope_with_episodes[3]
+    entries = AuditEntry.objects.count()
+    page = page_text(operator_client.post(url("episode_restore", scope.pk, active.episode_id), **htmx()))
+    assert f"Nothing changed: episode {active.episode_id} was already active." in page and "Undo" not in page
+    page = page_text(operator_client.post(url("episode_archive", scope.pk, archived.episode_id), **htmx()))
+    assert f"Nothing changed: episode {archived.episode_id} was already archived." in page and "Undo" not in page
+    assert AuditEntry.objects.count() == entries
+
+
+def test_reassigning_to_the_speaker_it_already_has_says_nothing_changed(
+    operator_client, url, scope, scope_with_episodes
+):
+    episode = next(e for e in scope_with_episodes if e.sender_id == "u1")
+    form = {"speaker": "u1", "version": str(episode.version)}
+    response = operator_client.post(url("episode_reassign", scope.pk, episode.episode_id), form, follow=True)
+    assert f"Nothing changed: episode {episode.episode_id} was already about" in page_text(response)
+
+
 def test_it_never_redirects_to_another_site(operator_client, url, scope, scope_with_episodes):
     response = operator_client.post(
         url("episode_archive", scope.pk, scope_with_episodes[0].episode_id), {"next": "https://evil.example/"}

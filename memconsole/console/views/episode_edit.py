@@ -230,7 +230,13 @@ def episode_reassign(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, epi
             None, _("Nothing was saved: someone else changed this episode meanwhile. Check it and try again.")
         )
         return render_screen(request, "console/episode_detail.html", "console/_episode_detail.html", context, 409)
-    message = _("Episode %(id)s is now about %(person)s.") % {"id": episode.episode_id, "person": person.label}
+    if edit.changed:
+        message = _("Episode %(id)s is now about %(person)s.") % {"id": episode.episode_id, "person": person.label}
+    else:
+        message = _("Nothing changed: episode %(id)s was already about %(person)s.") % {
+            "id": episode.episode_id,
+            "person": person.label,
+        }
     return _saved(request, scope, keys, edit.episode, message, inline=True)
 
 

@@ -179,8 +179,11 @@ def _row_response(
 @scope_view(roles.OPERATE)
 def episode_archive(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, episode_id: str) -> HttpResponse:
     episode = get_episode(keys, episode_id)
-    archive(keys, request.actor, [episode.episode_id])
+    changed = archive(keys, request.actor, [episode.episode_id])
     episode = get_episode(keys, episode_id)  # as it is now
+    if not changed:
+        message = _("Nothing changed: episode %(id)s was already archived.") % {"id": episode.episode_id}
+        return _row_response(request, scope, keys, episode, message)
     message = _("Episode %(id)s is archived.") % {"id": episode.episode_id}
     return _row_response(request, scope, keys, episode, message, undo="archive")
 
@@ -191,8 +194,11 @@ def episode_restore(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, epis
     episode = get_episode(keys, episode_id)
     # Undoing a restore archives again: only a restore from archived has an undo (not one from superseded).
     undo = "restore" if episode.effective_status == Status.ARCHIVED else ""
-    restore(keys, request.actor, [episode.episode_id])
+    changed = restore(keys, request.actor, [episode.episode_id])
     episode = get_episode(keys, episode_id)  # as it is now
+    if not changed:  # already active (a second tab, a double click): nothing written, nothing to undo
+        message = _("Nothing changed: episode %(id)s was already active.") % {"id": episode.episode_id}
+        return _row_response(request, scope, keys, episode, message)
     message = _("Episode %(id)s is active again.") % {"id": episode.episode_id}
     return _row_response(request, scope, keys, episode, message, undo=undo)
 
