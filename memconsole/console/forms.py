@@ -243,7 +243,7 @@ class MultilineField(forms.CharField):
     JavaScript (and htmx posts "\n"), so limits count, and rows store, the same text either way."""
 
     def to_python(self, value: Any) -> str:
-        text: str = super().to_python(value)
+        text = super().to_python(value) or ""
         return text.replace("\r\n", "\n").replace("\r", "\n")
 
 

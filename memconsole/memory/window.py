@@ -26,7 +26,7 @@ from .audit import Actor
 from .botmemory_models import DEFAULT_WINDOW_SIZE, MAX_ROLE_CHARS, BotMemorySettings, WindowMessage
 from .errors import ValidationError
 from .paging import chunks
-from .scopes import MAX_BOT_UUID, ScopeKeys, register_scope
+from .scopes import MAX_BOT_UUID, ScopeKeys, derive_scope, register_scope
 from .validation import CLOCK_SKEW, max_content_chars, text, validate_datetime, validate_speaker
 from .wording import said
 
@@ -74,6 +74,7 @@ def validate_window_size(value: Any) -> int:
 def set_window_size(actor: Actor, bot_uuid: Any, size: Any) -> int:
     """Set a bot's window size (audited); each chat's window is cut to it at its next message."""
     bot_uuid = text(bot_uuid, "bot_uuid", MAX_BOT_UUID, required=True, trim=True)
+    bot_uuid = derive_scope(bot_uuid, "window").bot_uuid  # a bot_uuid as every face takes it
     actor.require_bot(bot_uuid)
     new_size: int = validate_window_size(size)
     with transaction.atomic():

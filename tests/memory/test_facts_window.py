@@ -110,3 +110,5 @@ def test_the_window_size_command(keys, system):
     assert [m.content for m in window.recent_messages(keys)] == ["m1", "m2"]
     with pytest.raises(CommandError, match="from 1 to"):
         call_command("set_window_size", "bot-a", "0")
+    with pytest.raises(CommandError, match="bot_uuid may not contain ':'"):  # as every other command refuses it
+        call_command("set_window_size", "a:b", "5")

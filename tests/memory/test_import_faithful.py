@@ -551,3 +551,10 @@ def test_an_export_imported_elsewhere_keeps_each_episodes_query_id(tmp_path):
 
     copy = Episode.objects.get(user_key=derive_scope("bot-new", "group_rt_copy", "session").user_key)
     assert copy.query_id == "qid-1"
+
+
+def test_it_refuses_a_version_of_true_which_python_counts_as_1(tmp_path):
+    path = _write_json(tmp_path / "episodes.json", {**_envelope([{"id": "a", "content": "one"}]), "version": True})
+    with pytest.raises(ImportFileError, match="only version 1 is understood"):
+        _import(path)
+    _nothing_written()

@@ -46,7 +46,7 @@ def session_of(scope_key: Any) -> str | None:
 
 def check_version(envelope: dict[str, Any], where: str) -> None:
     version = envelope.get("version", 1)
-    if version != 1:
+    if version != 1 or isinstance(version, bool):  # true == 1 in Python, not in the file
         raise ImportFileError(
             said(
                 gettext_noop("%(where)s'version' is %(version)s; only version 1 is understood"),

@@ -42,7 +42,7 @@ def parse(path: Path, plan: Plan, target: Target, *, session_name: str | None = 
             said(gettext_noop("not a memconsole export: 'format' must be %(marker)s"), marker=repr(FORMAT_MARKER)),
             field="format",
         )
-    if doc.get("format_version", 1) != 1:
+    if doc.get("format_version", 1) != 1 or isinstance(doc.get("format_version"), bool):
         raise ImportFileError(
             said(
                 gettext_noop("format_version %(version)s is not understood"),
