@@ -104,9 +104,21 @@ def speaker_of(query_vars: dict[str, Any]) -> Speaker:
     takes a speaker: on one line and within its length (a display name with a tab or a line break,
     or a very long one, would have every call of theirs refused)."""
     return Speaker(
-        one_line(query_vars.get("sender_id", ""))[:MAX_SPEAKER_CHARS],
-        one_line(query_vars.get("sender_name", ""))[:MAX_SPEAKER_CHARS],
+        trimmed(one_line(query_vars.get("sender_id", "")))[:MAX_SPEAKER_CHARS],
+        trimmed(one_line(query_vars.get("sender_name", "")))[:MAX_SPEAKER_CHARS],
     )
+
+
+def trimmed(value: str) -> str:
+    """`value` without invisible format characters (BOM, zero-width space) at its ends, as memconsole
+    stores a speaker ("\ufeff10001" is 10001): comparing the two must see one person
+    (memconsole's `validation.trimmed`, which this plugin cannot import)."""
+    start, end = 0, len(value)
+    while start < end and (value[start].isspace() or unicodedata.category(value[start]) == "Cf"):
+        start += 1
+    while end > start and (value[end - 1].isspace() or unicodedata.category(value[end - 1]) == "Cf"):
+        end -= 1
+    return value[start:end]
 
 
 def query_text(value: Any) -> str:
