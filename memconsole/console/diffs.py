@@ -35,6 +35,7 @@ OPERATION_LABELS = {
     "scope_open": gettext_lazy("Space opened"),
     "scope_remove": gettext_lazy("Space removed"),
     "health_check": gettext_lazy("Health check run"),
+    "index_repair": gettext_lazy("Search index repaired"),
     "token_create": gettext_lazy("Bot token created"),
     "token_revoke": gettext_lazy("Bot token revoked"),
     "user_create": gettext_lazy("User created"),

@@ -37,7 +37,7 @@ def _summarised(report: Any) -> dict[str, Any]:
 def run_import(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
     params = job.params
     if params.get("written"):  # a job of the one-transaction import, interrupted after its commit
-        report = _summarised(reindex(check_only=False, progress=progress))
+        report = _summarised(reindex(check_only=False, progress=progress, actor=jobs.actor_of(job)))
         note = "the import's rows were written before its worker stopped; indexing them was finished by reindex"
         return {"resumed_after_write": True, "reindex": report, "summary": f"{note}: {report['summary']}"}
     name, data = jobs.input_of(job)
@@ -101,7 +101,8 @@ def run_health(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
 
 
 def run_reindex(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:
-    return _summarised(reindex(check_only=bool(job.params.get("check_only")), progress=progress))
+    check_only = bool(job.params.get("check_only"))
+    return _summarised(reindex(check_only=check_only, progress=progress, actor=jobs.actor_of(job)))
 
 
 def run_rotation(job: jobs.Job, progress: jobs.Progress) -> dict[str, Any]:

@@ -32,9 +32,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from django.db import transaction
+from django.utils.translation import gettext_noop
+
 from memconsole.lib import crypto, embeddings, vectors
 
-from . import indexer, lexical, tamper
+from . import audit, indexer, lexical, tamper
+from .audit import Actor
 from .errors import Unavailable, unavailable_on_failure
 from .models import Episode
 from .paging import batches_by_pk, chunks
@@ -42,6 +46,7 @@ from .pending_models import PendingVector
 from .reports import Report
 from .scopes import PROBE_USER_KEY_PREFIX
 from .sync import index_episodes, metadata_patch, same_metadata, vector_metadata
+from .wording import said
 
 EMBED_BATCH = 256
 SCAN_BATCH = 1000
@@ -179,15 +184,25 @@ class _ScopePlan:
         return not (self.embed or self.fix_metadata or self.orphans or self.drop_collection)
 
 
-def reindex(check_only: bool, progress: Progress | None = None) -> ReindexReport:
-    """Compare every vector with the database and (unless `check_only`) repair the index.
+def reindex(check_only: bool, progress: Progress | None = None, actor: Actor | None = None) -> ReindexReport:
+    """Compare every vector with the database and (unless `check_only`) repair the index; a repair
+    run is audited (`index_repair`, by `actor`).
 
     `progress(stage, done, total)` is called as scopes are scanned ("scan") and as repairs go
     ("repair", counted in rows and vectors). Raises `Unavailable` when the index cannot be
     reached at all; per-batch failures during repair are collected in `errors`.
     """
     with unavailable_on_failure():
-        return _reindex(check_only, progress)
+        report = _reindex(check_only, progress)
+    if not check_only:
+        with transaction.atomic():
+            audit.append(
+                "index_repair",
+                actor or Actor.system("reindex"),
+                target_type="index",
+                summary=said(gettext_noop("search index repaired: %(report)s"), report=report.summary()),
+            )
+    return report
 
 
 def _reindex(check_only: bool, progress: Progress | None) -> ReindexReport:

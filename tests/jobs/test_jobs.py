@@ -125,6 +125,9 @@ def test_it_runs_health_and_reindex_jobs(operator_client, admin_client_):
     assert "vectors checked: the index matches the database." in page  # said in the reader's language
     chinese = operator_client.get(reverse("console:job", args=[reindex.pk]), HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert "索引与数据库一致" in chinese.content.decode()
+    # an operator's index repair is audited (found by a console user: only the job row said it ran)
+    entry = AuditEntry.objects.get(operation="index_repair")
+    assert entry.actor == "user:operator" and entry.target_type == "index"
 
 
 def test_it_erases_as_a_job_and_forgets_the_speaker_id(admin_client_, keys, system):

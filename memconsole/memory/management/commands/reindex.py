@@ -4,6 +4,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from memconsole.memory.audit import Actor
 from memconsole.memory.errors import Unavailable
 from memconsole.memory.management.progress import StderrProgress, stderr_of
 from memconsole.memory.reindex import reindex
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, check: bool = False, **options: Any) -> None:
         try:
             with StderrProgress(stderr_of(self), every=1.0) as progress:
-                report = reindex(check_only=check, progress=progress)
+                report = reindex(check_only=check, progress=progress, actor=Actor.system("manage.py reindex"))
         except Unavailable as exc:
             raise CommandError(f"reindex failed: {exc}") from exc
         self.stdout.write(("reindex --check: " if check else "reindex: ") + report.summary())
