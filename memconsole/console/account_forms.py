@@ -116,7 +116,7 @@ class UserCreateForm(BotsWithinGrants):
 
     def clean_username(self) -> str:
         username: str = self.cleaned_data["username"].strip()
-        if User.objects.filter(username=username).exists():
+        if User.objects.filter(username__iexact=username).exists():  # only letter case apart: one in the audit log
             raise forms.ValidationError(_("A user with this username already exists."))
         return username
 

@@ -208,7 +208,7 @@ def create_user(by: Any, username: str, password: str, role: str, bot_uuids: Ite
     role = _clean_role(role)
     bots = _clean_grants(by, bot_uuids)
     with transaction.atomic():
-        if User.objects.filter(username=username).exists():
+        if User.objects.filter(username__iexact=username).exists():  # "ADMIN" beside "admin" reads as one actor
             raise ValidationError("a user with this username already exists", field="username")
         user = User.objects.create_user(username, password=password, is_staff=False, is_superuser=False)
         _set_role_group(user, role)

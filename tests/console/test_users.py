@@ -82,6 +82,14 @@ def test_it_refuses_a_bad_new_user_with_the_reason(admin_client_, url, viewer, d
     assert not AuditEntry.objects.filter(operation="user_create").exists()
 
 
+def test_it_refuses_a_username_that_differs_from_another_only_in_letter_case(admin_client_, url, viewer):
+    # "ADMIN" was created beside "admin": user:ADMIN and user:admin in the audit log
+    form = {"username": viewer.username.upper(), "password1": "x-Fresh-Account-7", "password2": "x-Fresh-Account-7"}
+    response = admin_client_.post(url("users"), {**form, "role": VIEWER})
+    assert response.status_code == 400 and "A user with this username already exists." in response.content.decode()
+    assert User.objects.filter(username__iexact=viewer.username).count() == 1
+
+
 def test_it_refuses_a_short_password_in_chinese(admin_client_, url):
     data = new_user(password1="123", password2="123")
     response = admin_client_.post(url("users"), data, HTTP_ACCEPT_LANGUAGE="zh-hans")
