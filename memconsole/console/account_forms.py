@@ -20,7 +20,12 @@ from .forms import ConsoleForm
 
 ROLE_CHOICES = [
     (roles.VIEWER, _("Viewer: reads memory")),
-    (roles.OPERATOR, _("Operator: also archives, restores and edits profiles")),
+    (
+        roles.OPERATOR,
+        _(
+            "Operator: also corrects memory (edits, adds, archives and restores episodes, edits profiles) and runs health checks and index repair"
+        ),
+    ),
     (roles.ADMIN, _("Admin: also deletes, erases, exports, imports, and manages tokens and users")),
 ]
 MAX_BOTS_TEXT = 2000
