@@ -317,3 +317,11 @@ def test_a_batched_import_counts_and_stores_what_it_wrote(tmp_path, keys, system
     assert _kinds(report) == {("messages[0]", "window_full"), ("messages[1]", "window_full"), ("messages[5]", "future")}
     assert _scope_entry(keys).payload["metadata"]["messages"] == 3
     assert [m.content for m in window.recent_messages(keys)] == ["message 2", "message 3", "message 4"]
+
+
+def test_it_refuses_a_format_version_of_true(tmp_path, keys, system):
+    # accepted as version 1 (True == 1 in Python)
+    path = _write(tmp_path, {**_document(), "format_version": True})
+    with pytest.raises(imports.ImportFileError, match="format_version True is not understood"):
+        _import(path, keys, system)
+    assert not AuditEntry.objects.filter(operation="import").exists()
