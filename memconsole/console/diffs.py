@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.utils.translation import gettext_lazy
+from django.utils.translation import gettext, gettext_lazy
 
 # Shown first: what a person reads to know what the entry is about.
 LEADING_FIELDS = ("content", "name", "status")
@@ -107,7 +107,7 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return "\n".join(value) if value else "[]"
+        return "\n".join(value) if value else gettext("none")  # an emptied list, as the console says it
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

@@ -203,3 +203,6 @@ def test_it_diffs_creations_deletions_lists_and_plain_values():
     (change,) = lists.changes
     assert (change.removed_items, change.added_items, lists.unchanged) == (("busy",), ("calm",), ["name"])
     assert [c.kind for c in audit_diff(1, 2).changes] == ["changed"] and not audit_diff(None, None)
+    # an emptied list read "[]" (an emptied name reads blank)
+    (emptied,) = audit_diff({"bot_uuids": ["bot-a"]}, {"bot_uuids": []}).changes
+    assert (emptied.before, emptied.after, emptied.removed_items) == ("bot-a", "none", ("bot-a",))
