@@ -69,8 +69,9 @@ def form_only_addresses(
         response = get_response(request)
         if response.status_code != 405 or response.content or request.path.startswith(("/api", "/mcp")):
             return response
-        if "text/html" not in request.headers.get("Accept", ""):
-            return response
+        form_only = request.method in ("GET", "HEAD") and "POST" in response.get("Allow", "")
+        if not form_only or "text/html" not in request.headers.get("Accept", ""):
+            return response  # (a POST to a page is refused as Django answers it)
         page = render(request, "405.html", {"back": _nearest_screen(request.path)}, status=405)
         page["Allow"] = response.get("Allow", "POST")
         return page

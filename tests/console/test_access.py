@@ -94,6 +94,8 @@ def test_a_browser_opening_a_form_only_address_gets_a_page_with_a_way_back(
         assert address.startswith(back) and back != address, (address, back)
         assert admin_client_.get(back).status_code == 200, back
     assert admin_client_.get(form_only[0]).content == b""  # a client that asks for no page gets none
+    page_only = admin_client_.post(url("speaker_options", scope.pk), HTTP_ACCEPT="text/html")
+    assert page_only.status_code == 405 and b"only receives a form" not in page_only.content  # the reverse case
 
 
 def test_it_answers_404_for_a_scope_outside_the_users_grants_on_every_url(
