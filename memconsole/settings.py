@@ -121,6 +121,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "memconsole.console.middleware.form_only_addresses",  # a page for a browser GET of a form-only URL
+    "memconsole.console.middleware.AdminUnavailable",  # the Django admin: a 503 page, never a 500
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "axes.middleware.AxesMiddleware",

@@ -12,6 +12,9 @@ from django.shortcuts import render
 from django.urls import Resolver404, resolve
 from django.utils import timezone
 
+from memconsole.memory import errors
+
+from .screens import unavailable
 from .timezones import chosen_zone
 
 # Everything the console loads comes from this origin: no inline scripts or styles, no CDN.
@@ -77,6 +80,23 @@ def form_only_addresses(
         return page
 
     return middleware
+
+
+class AdminUnavailable:
+    """The Django admin's answer when the memory cannot be read or written (an encrypted install
+    without a key that opens it, a database that refuses): the console's 503 page, never a 500.
+    The admin's own views roll their transaction back first, so nothing is half saved."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if request.path.startswith("/admin/") and isinstance(exception, errors.Unavailable):
+            return unavailable(request, exception)  # type: ignore[arg-type]
+        return None
 
 
 def _nearest_screen(path: str) -> str:

@@ -191,7 +191,8 @@ def record_admin_change(by: Any, user: User, changed: Iterable[str], before: dic
 def record_admin_password(by: Any, user: User) -> None:
     """Audit a password set for an account in the Django admin (never the password)."""
     summary = said(gettext_noop("password of user %(user)s set in the Django admin"), user=repr(user.username))
-    _record("password_change", by, user, summary, None, None)
+    with transaction.atomic():  # the admin's password view runs outside any transaction
+        _record("password_change", by, user, summary, None, None)
 
 
 def record_admin_delete(by: Any, user: User) -> None:

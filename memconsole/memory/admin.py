@@ -9,7 +9,8 @@ from typing import Any, TypeVar
 
 from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Group, User
+from django.db import transaction
 from django.db.models import Model, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.utils.translation import gettext, ngettext
@@ -140,9 +141,10 @@ class ConsoleUserAdmin(UserAdmin):  # type: ignore[type-arg]
         accounts.record_admin_change(request.user, obj, changed, before, created=not change)
 
     def user_change_password(self, request: HttpRequest, id: str, form_url: str = "") -> HttpResponse:
-        response = super().user_change_password(request, id, form_url)
-        if request.method == "POST" and response.status_code == 302:  # the password was set
-            accounts.record_admin_password(request.user, User.objects.get(pk=id))
+        with transaction.atomic():  # the new password and its audit entry, or neither
+            response = super().user_change_password(request, id, form_url)
+            if request.method == "POST" and response.status_code == 302:  # the password was set
+                accounts.record_admin_password(request.user, User.objects.get(pk=id))
         return response
 
     def delete_model(self, request: HttpRequest, obj: User) -> None:
@@ -167,6 +169,17 @@ class ConsoleUserAdmin(UserAdmin):  # type: ignore[type-arg]
 
 admin.site.unregister(User)
 admin.site.register(User, ConsoleUserAdmin)
+
+
+class RoleAdmin(ReadOnlyAdmin[Group]):
+    """The roles (viewer, operator, admin) as `roles.ensure_roles` defines them: read only, since a
+    permission added to one here would give every member of the role more, with no audit entry."""
+
+    search_fields = ["name"]
+
+
+admin.site.unregister(Group)
+admin.site.register(Group, RoleAdmin)
 
 
 def _admin_site_permission(request: HttpRequest) -> bool:

@@ -5,10 +5,11 @@ superuser, and an admin limited to some bots kept to users of those bots."""
 from __future__ import annotations
 
 import pytest
+from cryptography.fernet import Fernet
 from django.contrib.auth.models import Group, User
 from django.test import Client
 
-from memconsole.memory import accounts, tokens
+from memconsole.memory import accounts, episodes, tokens
 from memconsole.memory.errors import PermissionDenied
 from memconsole.memory.models import AuditEntry, BotGrant
 from memconsole.memory.roles import ADMIN, OPERATOR, VIEWER
@@ -349,3 +350,37 @@ def test_account_changes_in_the_django_admin_are_audited_and_roles_and_grants_ar
     assert admin_site.get("/admin/memory/botgrant/add/").status_code == 403
     assert admin_site.post(f"/admin/auth/user/{viewer.pk}/delete/", {"post": "yes"}).status_code == 302
     assert AuditEntry.objects.get(operation="user_delete").payload["before"]["username"] == "viewer-renamed"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_password_set_in_the_django_admin_is_saved_with_its_audit_entry(client_for, superuser, viewer):
+    # outside a test's transaction the admin's password view answered 500 and left the change unaudited
+    response = client_for(superuser).post(
+        f"/admin/auth/user/{viewer.pk}/password/", {"password1": "x-Admin-Set-9", "password2": "x-Admin-Set-9"}
+    )
+    assert response.status_code == 302
+    viewer.refresh_from_db()
+    assert viewer.check_password("x-Admin-Set-9")
+    assert AuditEntry.objects.filter(operation="password_change", target_id=str(viewer.pk)).count() == 1
+
+
+def test_roles_are_read_only_in_the_django_admin(client_for, superuser):
+    # a permission added to the viewer role there gave every viewer the tokens screen, unaudited
+    viewers = Group.objects.get(name=VIEWER)
+    before = set(viewers.permissions.values_list("codename", flat=True))
+    response = client_for(superuser).post(
+        f"/admin/auth/group/{viewers.pk}/change/", {"name": VIEWER, "permissions": []}
+    )
+    assert response.status_code == 403
+    assert set(viewers.permissions.values_list("codename", flat=True)) == before
+
+
+def test_the_django_admin_answers_a_wrong_key_with_the_503_page(client_for, superuser, viewer, settings, keys, system):
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]
+    episodes.remember(keys, system, "sealed under the install's key")
+    settings.MEMCONSOLE_FERNET_KEYS = [Fernet.generate_key().decode()]  # a wrong key deployed
+    form = {"username": viewer.username, "first_name": "V", "date_joined_0": "2025-01-01", "date_joined_1": "00:00:00"}
+    response = client_for(superuser).post(f"/admin/auth/user/{viewer.pk}/change/", form | {"is_active": "on"})
+    assert response.status_code == 503
+    viewer.refresh_from_db()
+    assert viewer.first_name == ""  # rolled back with its audit entry

@@ -414,7 +414,7 @@ def admin_rows() -> list[Row]:
         staff_only("admin/autocomplete/", "get", "/admin/autocomplete/", 403),
         staff_only("admin/jsi18n/", "get", "/admin/jsi18n/", 200),
         staff_only("admin/r/<path:content_type_id>/<path:object_id>/", "get", "/admin/r/999/999/", 404),
-        staff_only("admin/^(?P<app_label>auth|axes|memory)/$", "get", "/admin/memory/", 200),
+        staff_only("admin/^(?P<app_label>axes|memory|auth)/$", "get", "/admin/memory/", 200),
         staff_only("admin/(?P<url>.*)$", "get", "/admin/no/such/page/", 404),
         staff_only("admin/auth/user/<id>/password/", "get", "/admin/auth/user/{user}/password/", 200),
         # A console admin is no superuser: a superuser's account is view-only for it (no password, no
