@@ -134,6 +134,14 @@ def create(
     return job
 
 
+def require_none_active(kind: str, scope: str) -> None:
+    """`JobBusy` when a job of this kind is queued or running for `scope` (work done at once that
+    must not run beside it)."""
+    busy = Job.objects.filter(kind=kind, scope=scope, status__in=ACTIVE).first()
+    if busy is not None:
+        raise JobBusy(busy)
+
+
 def get(job_id: Any) -> Job:
     try:
         return Job.objects.get(pk=job_id)

@@ -190,3 +190,22 @@ def test_a_bulk_job_run_again_or_after_a_bot_deleted_some_does_what_is_left_in_o
     assert "59 episodes deleted." in page  # the batch's count, both attempts together; nothing refused
     assert not Episode.objects.filter(importance=5).exists()
     assert AuditEntry.objects.filter(batch_id=job.pk.hex, operation="delete").count() == 59
+
+
+def test_one_bulk_job_at_a_time_per_memory_space_and_nothing_at_once_beside_it(
+    operator_client, url, system, monkeypatch
+):
+    # two chats sharing a bot's memory each started a job on the same episodes; the second "archived 0"
+    monkeypatch.setattr(bulk, "IN_BACKGROUND_ABOVE", 5)
+    first, second = derive_scope("bot-a", "group_1", "bot"), derive_scope("bot-a", "group_2", "bot")
+    for space in (first, second):
+        for n in range(4):
+            episodes.remember(space, system, f"note {n} of {space.scope_key}", sender_id="u1", importance=5)
+    scopes = [Scope.objects.get(scope_key=space.scope_key, isolation="bot") for space in (first, second)]
+    started = post_matching(operator_client, url, scopes[0], "archive", "importance=5", confirmed="1", expected="8")
+    assert "/jobs/" in started["HX-Redirect"]
+    refused = post_matching(operator_client, url, scopes[1], "archive", "importance=5", confirmed="1", expected="8")
+    assert refused.status_code == 409 and jobs.Job.objects.filter(kind=jobs.BULK).count() == 1
+    monkeypatch.setattr(bulk, "IN_BACKGROUND_ABOVE", 500)  # a run small enough to answer at once
+    at_once = post_matching(operator_client, url, scopes[1], "restore", "status=all", confirmed="1", expected="8")
+    assert at_once.status_code == 409 and not AuditEntry.objects.filter(operation="restore").exists()

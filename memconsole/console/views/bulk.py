@@ -50,12 +50,19 @@ def _preview(keys: ScopeKeys, form: forms.BulkActionForm) -> bulk.Preview | None
     return bulk.preview_matching(keys, action, filters.list_filters())
 
 
-def _in_background(request: ConsoleRequest, scope: Scope, action: str, ids: list[str], back: str) -> HttpResponse:
+def _job_scope(keys: ScopeKeys) -> str:
+    """What a bulk job works on: the memory space, which a bot's chats share under bot isolation."""
+    return f"space:{keys.user_key}"
+
+
+def _in_background(
+    request: ConsoleRequest, scope: Scope, keys: ScopeKeys, action: str, ids: list[str], back: str
+) -> HttpResponse:
     space = {"bot_uuid": scope.bot_uuid, "session_name": scope.session_name, "isolation": scope.isolation}
     try:
         job = submit(
             jobs.BULK,
-            scope=f"space:{scope.pk}",
+            scope=_job_scope(keys),
             bot_uuid=scope.bot_uuid,
             actor=request.actor,
             params={**space, "scope_id": scope.pk, "action": action, "episode_ids": ids, "back": back},
@@ -88,7 +95,11 @@ def episodes_bulk(request: ConsoleRequest, scope: Scope, keys: ScopeKeys) -> Htt
         )
         return render_screen(request, "console/bulk_confirm.html", "console/_bulk_preview.html", context)
     if len(preview.ids) > bulk.IN_BACKGROUND_ABOVE:  # a long run: a job, whose page shows its progress
-        return _in_background(request, scope, action, preview.ids, back)
+        return _in_background(request, scope, keys, action, preview.ids, back)
+    try:  # never beside a bulk job on the same memory space: its count would include this run's work
+        jobs.require_none_active(jobs.BULK, _job_scope(keys))
+    except jobs.JobBusy as exc:
+        return busy(request, exc)
     outcome = bulk.run(keys, request.actor, action, preview.ids)
     message = BULK_DONE[action](outcome.changed) % {"n": outcome.changed}
     audit_url = f"{reverse('console:audit', args=[scope.pk])}?batch={outcome.batch_id}"
