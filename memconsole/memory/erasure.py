@@ -187,6 +187,7 @@ class _Found:
     to_redact: list[AuditEntry]
     receipt_id: str = ""  # chosen before the redactions, which name it
     redacted: list[str] = field(default_factory=list)  # the audit ids this erasure redacted (its receipt lists them)
+    fact_spaces: set[str] = field(default_factory=set)  # where their facts and window messages are
 
     @property
     def episode_ids(self) -> set[str]:
@@ -429,6 +430,7 @@ def _find(
         profile_pks=list(profiles.values_list("pk", flat=True)),
         rewrites=list(snapshots_to_rewrite(sender_id, episode_ids, paging.iter_in_batches(other_snapshots, BATCH))),
         to_redact=list(_audit_to_redact(sender_id, targets, paging.iter_in_batches(entries, BATCH))),
+        fact_spaces=facts.spaces_of_person(sender_id, bot_uuid),
     )
 
 
@@ -444,4 +446,4 @@ def _fill(
     report.snapshots_deleted = speaker_snapshots.count()
     report.snapshots_redacted = len(found.rewrites)
     report.audit_redacted = len(found.to_redact)
-    report.scopes = len(set(found.user_keys) | set(profiles.values_list("scope_key", flat=True)))
+    report.scopes = len({*found.user_keys, *profiles.values_list("scope_key", flat=True), *found.fact_spaces})

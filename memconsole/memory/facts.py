@@ -179,6 +179,16 @@ def erase_person(sender_id: str, bot_uuid: str, *, dry_run: bool) -> tuple[int, 
     return counts
 
 
+def spaces_of_person(sender_id: str, bot_uuid: str) -> set[str]:
+    """The spaces (user_key) of one person's facts and the chats (scope_key) of their window
+    messages, of one bot when given: what their erasure counts as memory spaces with these."""
+    about = Fact.objects.filter(subject=sender_id)
+    sent = WindowMessage.objects.filter(sender_id=sender_id)
+    if bot_uuid:
+        about, sent = about.filter(bot_uuid=bot_uuid), sent.filter(bot_uuid=bot_uuid)
+    return {*about.values_list("user_key", flat=True), *sent.values_list("scope_key", flat=True)}
+
+
 def export_records(user_key: str) -> list[dict[str, Any]]:
     """A space's facts as the scope export writes them (`exports.py`; `imports` reads them back)."""
     return [fact.as_dict() for fact in space_facts(user_key)]

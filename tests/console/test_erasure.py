@@ -234,6 +234,7 @@ def test_it_counts_and_erases_a_person_known_only_by_window_messages_and_facts(a
     page = admin_client_.post(url("erasure"), {"sender_id": "ghost2"}).content.decode()
     assert "Nothing was found" not in page and "Erase permanently" in page
     assert "<dt>Facts</dt><dd>1</dd>" in page and "<dt>Window messages</dt><dd>1</dd>" in page
+    assert "<dt>Memory spaces</dt><dd>1</dd>" in page  # the space of their facts and messages
     data = {"sender_id": "ghost2", "bot_uuid": "", "confirmation": "ghost2"}
     receipt = follow_job(admin_client_, admin_client_.post(url("erasure_run"), data)).content.decode()
     assert "<dt>Facts</dt><dd>1</dd>" in receipt and "<dt>Window messages</dt><dd>1</dd>" in receipt
