@@ -137,6 +137,9 @@ def test_it_raises_clear_errors_from_the_client(bot, live_server):
     naive = hiking.remember("naive", timestamp=datetime(2025, 1, 1))  # noqa: DTZ001  # naive on purpose
     assert hiking.recall("naive", top_k=1)[0]["episode_id"] == naive["episode_id"]
     assert Episode.objects.get(episode_id=naive["episode_id"]).timestamp == datetime(2025, 1, 1, tzinfo=UTC)
+    with pytest.raises(MemconsoleError) as not_json:  # was a bare ValueError from json.dumps
+        hiking.remember("x", importance=float("nan"))
+    assert (not_json.value.status, not_json.value.code) == (0, "invalid")
     with pytest.raises(MemconsoleError) as unreachable:
         MemoryClient("http://127.0.0.1:9", "t", "bot-a", "g", timeout=2).recall("x")
     assert (unreachable.value.status, unreachable.value.code) == (0, "unreachable")

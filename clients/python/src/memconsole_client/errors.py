@@ -6,7 +6,8 @@ __all__ = ["MemconsoleError"]
 
 
 class MemconsoleError(Exception):
-    """An API call failed. `status` is the HTTP status (0 when the server could not be reached),
+    """An API call failed. `status` is the HTTP status (0 when the server could not be reached, or
+    the call was not sent: code "invalid" for a value JSON cannot carry, such as NaN),
     `code` the API's error code (e.g. "invalid", "rate_limited"), `field` the offending input and
     `retry_after` the seconds the server asked to wait (429 and 503).
 

@@ -154,7 +154,10 @@ class Call:
         url = f"{api}/{self.endpoint}"
         if self.method == "GET":
             return client.build_request("GET", url, params=fields, headers=headers)
-        body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        try:
+            body = json.dumps(fields, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        except (ValueError, TypeError) as exc:  # NaN or infinity, or a value JSON has no form for
+            raise MemconsoleError(0, "invalid", f"not sent: a value cannot be written as JSON ({exc})") from None
         headers["Content-Type"] = "application/json"
         return client.build_request(self.method, url, content=body, headers=headers)
 
