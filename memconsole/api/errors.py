@@ -118,8 +118,14 @@ def refusal(exc: pydantic.ValidationError, depth: int = 0) -> ApiError:
     for kind, loc, message in errors:
         if kind not in RULE_BREAKS:
             path = _path(loc)
-            return ApiError(400, "invalid_type", f"{path}: {message}"[:300], path)
+            return ApiError(400, "invalid_type", _naming(path, message)[:300], path)
     kind, loc, message = errors[0]
     field = _leaf(loc)
-    message = f"{field} is required" if kind == "missing" else f"{field}: {message}"[:300]
+    message = f"{field} is required" if kind == "missing" else _naming(field, message)[:300]
     return ApiError(422, "invalid", message, field)
+
+
+def _naming(field: str, message: str) -> str:
+    """The message about `field`, worded as the domain's are: "timestamp is out of range" (a
+    message that reads on from the name), else "tags: a list is expected"."""
+    return f"{field} {message}" if message.startswith("is ") else f"{field}: {message}"

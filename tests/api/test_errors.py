@@ -235,6 +235,14 @@ def test_it_refuses_an_episode_dated_in_the_future_and_accepts_a_bots_clock_a_li
     assert api.post("remember", {**REMEMBER, "timestamp": soon}).status_code == 201
 
 
+def test_an_out_of_range_time_is_worded_as_the_domain_words_it(api, unchanged):
+    # one limit read "timestamp is out of range" and, from the schema, "timestamp: is out of range"
+    error = error_of(api.post("remember", {**REMEMBER, "timestamp": "9999-12-31T23:59:59-05:00"}), 422, "invalid")
+    assert error["message"] == "timestamp is out of range"
+    error = error_of(api.post("remember", {**REMEMBER, "timestamp": "0001-01-01T00:00:00+05:00"}), 422, "invalid")
+    assert error["message"] == "timestamp is out of range"
+
+
 def test_it_answers_422_for_other_rule_breaks(api, unchanged):
     recall = {**SCOPE_A, "query": "paris"}
     error_of(api.post("recall", {**recall, "top_k": 0}), 422, "invalid", "top_k")
