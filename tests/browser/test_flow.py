@@ -210,7 +210,7 @@ def test_it_pages_searches_archives_restores_and_deletes_episodes(console: Conso
     page.get_by_role("link", name="Audit", exact=True).click()
     expect(page).to_have_url(re.compile(rf"/scopes/{seeded.scope.pk}/audit/$"))
     table = page.get_by_role("table", name="Audit entries, newest first")
-    cells = table.locator("tbody tr td:nth-child(3)")
+    cells = table.locator("tbody tr td:nth-child(3) > code")  # the operation's code, beside its name
     expect(cells.first).to_have_text("delete")
     operations = cells.all_inner_texts()
     assert operations[:4] == ["delete", "restore", "archive", "inject"]
@@ -257,7 +257,7 @@ def test_it_edits_a_profile_and_rolls_it_back(console: Console, seeded: Seeded, 
     expect(page.get_by_label("Traits (one per line)")).to_have_value(re.compile(r"trait 24$"))
 
     page.get_by_role("link", name="Audit", exact=True).click()
-    cells = page.locator("table.audit tbody tr td:nth-child(3)")
+    cells = page.locator("table.audit tbody tr td:nth-child(3) > code")  # the operation's code, beside its name
     expect(cells.first).to_have_text("profile_rollback")
     operations = cells.all_inner_texts()
     assert operations[:2] == ["profile_rollback", "profile_update"]
