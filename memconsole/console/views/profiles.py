@@ -23,7 +23,7 @@ from memconsole.memory.profiles import EMPTY_PROFILE, get_profile, replace_profi
 from memconsole.memory.scopes import ScopeKeys
 from memconsole.memory.validation import MAX_SENDER_CHARS
 
-from .. import forms
+from .. import forms, profile_forms
 from ..access import ConsoleRequest, scope_view
 from ..screens import bad_request, render_screen, scope_context, wants_fragment
 
@@ -79,7 +79,7 @@ def _diff_lines(old: dict[str, Any], new: dict[str, Any]) -> list[tuple[str, str
     return [(kinds[line[0]], line[2:]) for line in difflib.ndiff(lines(old), lines(new)) if line[0] in kinds]
 
 
-def _diff(row: Profile, view: forms.VersionDiffForm | None, diff_from: int | None, diff_to: int | None) -> Any:
+def _diff(row: Profile, view: profile_forms.VersionDiffForm | None, diff_from: int | None, diff_to: int | None) -> Any:
     """The diff of two versions (by default the newest against the one before), None when there
     is only one version or a requested one does not exist (an error on `view`)."""
     if row.version <= 1:
@@ -99,8 +99,8 @@ def _profile_context(
     scope: Scope,
     keys: ScopeKeys,
     owner: tuple[str, str],
-    edit_form: forms.ProfileForm | None = None,
-    view: forms.VersionDiffForm | None = None,
+    edit_form: profile_forms.ProfileForm | None = None,
+    view: profile_forms.VersionDiffForm | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     profile_type, sender_id = owner
@@ -120,7 +120,9 @@ def _profile_context(
         versions=queries.profile_version_page(row, cursor, VERSIONS_PER_PAGE) if row else None,
         diff=_diff(row, view, diff_from, diff_to) if row else None,
         form=edit_form
-        or forms.ProfileForm(initial=forms.ProfileForm.initial_from(data, sender_id, row.version if row else 0)),
+        or profile_forms.ProfileForm(
+            initial=profile_forms.ProfileForm.initial_from(data, sender_id, row.version if row else 0)
+        ),
         view_form=view,
         # Issue 20: a speaker's keyed facts; the chat's conversation window on its session profile.
         speaker_facts=facts.speaker_facts(keys.user_key, sender_id) if profile_type == PROFILE_SPEAKER else [],
@@ -132,7 +134,7 @@ def _profile_context(
 @require_GET
 @scope_view()
 def profile_detail(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
-    view = forms.VersionDiffForm(request.GET)
+    view = profile_forms.VersionDiffForm(request.GET)
     if not view.is_valid():
         return bad_request(request, _("The profile address is not valid."))
     owner = _profile_owner(profile_type, view.cleaned_data["sender"])
@@ -183,7 +185,7 @@ def _posted_owner(request: ConsoleRequest, profile_type: str) -> tuple[str, str]
 @scope_view(roles.OPERATE)
 def profile_edit(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
     owner = _posted_owner(request, profile_type)
-    form = forms.ProfileForm(request.POST)
+    form = profile_forms.ProfileForm(request.POST)
     if form.is_valid():
         read = form.cleaned_data["version"]  # the version the form was rendered from (None: not sent)
         try:
@@ -217,12 +219,12 @@ def _conflict(
     changes = _diff_lines(read_data, profile)
     data = request.POST.copy()
     data["version"] = str(current)
-    as_read = forms.ProfileForm.initial_from(read_data, owner[1])
-    as_now = forms.ProfileForm.initial_from(profile, owner[1])
+    as_read = profile_forms.ProfileForm.initial_from(read_data, owner[1])
+    as_now = profile_forms.ProfileForm.initial_from(profile, owner[1])
     for name in ("name", "traits", "preferences", "notes"):
         if _same_text(data.get(name, ""), as_read[name]):
             data[name] = as_now[name]
-    edit_form = forms.ProfileForm(data)
+    edit_form = profile_forms.ProfileForm(data)
     edit_form.is_valid()  # valid (it was): bound, so the admin's values are shown again
     conflict = {"read": read, "current": current, "lines": changes}
     context = _profile_context(request, scope, keys, owner, edit_form=edit_form, conflict=conflict)
@@ -238,7 +240,7 @@ def _same_text(posted: str, read: str) -> bool:
 @scope_view(roles.OPERATE)
 def profile_rollback(request: ConsoleRequest, scope: Scope, keys: ScopeKeys, profile_type: str) -> HttpResponse:
     owner = _posted_owner(request, profile_type)
-    form = forms.RollbackForm(request.POST)
+    form = profile_forms.RollbackForm(request.POST)
     if not form.is_valid():
         return bad_request(request, _("Choose a version to roll back to."))
     version, seen = form.cleaned_data["version"], form.cleaned_data["current"]
