@@ -85,7 +85,8 @@ def test_it_loads_htmx_and_sends_the_csrf_token_once_on_the_body(viewer_client):
     page = response.content.decode()
     assertContains(response, "django_htmx/htmx-2.min.js")
     assert re.search(r"<body hx-headers='\{\"X-CSRFToken\": \"[^\"]+\"\}'", page)
-    assert "cdn" not in page.lower()
+    # nothing loaded from a CDN (the page's random CSRF token may hold the letters "cdn": it failed once so)
+    assert not re.search(r"""(?:src|href)=["'][^"']*cdn""", page, re.IGNORECASE)
 
 
 def test_it_has_a_theme_toggle_and_its_scripts(viewer_client):
