@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 from django.utils.translation import gettext_noop
 
@@ -164,14 +165,20 @@ def space_facts(user_key: str) -> list[FactView]:
     return [_view(fact) for fact in Fact.objects.filter(user_key=user_key).order_by("subject", "key")]
 
 
-def erase_person(sender_id: str, bot_uuid: str, *, dry_run: bool) -> tuple[int, int]:
-    """(facts, window messages) about or from one person (of one bot, when given): deleted, or with
-    `dry_run` only counted. The erasure (erasure.py) calls it in its transaction; the facts' audit
-    entries carry the subject as `sender_id`, so erasure redacts them with the rest."""
+def _of_person(sender_id: str, bot_uuid: str) -> tuple[QuerySet[Fact], QuerySet[WindowMessage]]:
+    """The facts about one person and the window messages they sent (of one bot, when given)."""
     about = Fact.objects.filter(subject=sender_id)
     sent = WindowMessage.objects.filter(sender_id=sender_id)
     if bot_uuid:
         about, sent = about.filter(bot_uuid=bot_uuid), sent.filter(bot_uuid=bot_uuid)
+    return about, sent
+
+
+def erase_person(sender_id: str, bot_uuid: str, *, dry_run: bool) -> tuple[int, int]:
+    """(facts, window messages) about or from one person (of one bot, when given): deleted, or with
+    `dry_run` only counted. The erasure (erasure.py) calls it in its transaction; the facts' audit
+    entries carry the subject as `sender_id`, so erasure redacts them with the rest."""
+    about, sent = _of_person(sender_id, bot_uuid)
     counts = about.count(), sent.count()
     if not dry_run:
         about.delete()  # their history (FactVersion) goes with them
@@ -182,10 +189,7 @@ def erase_person(sender_id: str, bot_uuid: str, *, dry_run: bool) -> tuple[int, 
 def spaces_of_person(sender_id: str, bot_uuid: str) -> set[str]:
     """The spaces (user_key) of one person's facts and the chats (scope_key) of their window
     messages, of one bot when given: what their erasure counts as memory spaces with these."""
-    about = Fact.objects.filter(subject=sender_id)
-    sent = WindowMessage.objects.filter(sender_id=sender_id)
-    if bot_uuid:
-        about, sent = about.filter(bot_uuid=bot_uuid), sent.filter(bot_uuid=bot_uuid)
+    about, sent = _of_person(sender_id, bot_uuid)
     return {*about.values_list("user_key", flat=True), *sent.values_list("scope_key", flat=True)}
 
 
