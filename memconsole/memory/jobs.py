@@ -125,7 +125,7 @@ def create(
             if data is not None:
                 JobInput.objects.create(job=job, name=file_name, data=data)
     except IntegrityError:
-        busy = Job.objects.filter(kind=kind, scope=scope, status__in=ACTIVE).first()
+        busy = active(kind, scope)
         if busy is None:  # it ended in between: try once more
             return create(
                 kind, scope=scope, bot_uuid=bot_uuid, actor=actor, params=params, data=data, file_name=file_name
@@ -134,10 +134,15 @@ def create(
     return job
 
 
+def active(kind: str, scope: str) -> Job | None:
+    """The job of this kind queued or running for `scope`, if any (at most one: a constraint)."""
+    return Job.objects.filter(kind=kind, scope=scope, status__in=ACTIVE).first()
+
+
 def require_none_active(kind: str, scope: str) -> None:
     """`JobBusy` when a job of this kind is queued or running for `scope` (work done at once that
     must not run beside it)."""
-    busy = Job.objects.filter(kind=kind, scope=scope, status__in=ACTIVE).first()
+    busy = active(kind, scope)
     if busy is not None:
         raise JobBusy(busy)
 
@@ -323,7 +328,7 @@ def reopen(job: Job) -> Job:
         with transaction.atomic():
             Job.objects.filter(pk=job.pk).update(status=QUEUED, attempts=0, finished_at=None, error="", worker="")
     except IntegrityError:
-        raise JobBusy(Job.objects.filter(kind=job.kind, scope=job.scope, status__in=ACTIVE).first() or job) from None
+        raise JobBusy(active(job.kind, job.scope) or job) from None
     job.refresh_from_db()
     return job
 
